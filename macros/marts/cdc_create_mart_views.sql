@@ -1,0 +1,50 @@
+{#
+    (Re)create one typed view per source table in the marts schema, named after the
+    table (`inventory.orders` -> `inventory__orders`), from the rows of the
+    `mart_columns` model. Each view holds the live rows of the state, the table's
+    own columns typed, and the `_cdc_*` metadata columns.
+
+    Arguments:
+        columns_relation: the mart_columns relation (the post-hook passes `this`).
+#}
+{% macro cdc_create_mart_views(columns_relation) %}
+    {% if not execute %}
+        {% do return('') %}
+    {% endif %}
+    {% set settings = cdc_settings() %}
+    {% set marts = cdc_quote_identifier(settings['marts_schema']) %}
+    {% set state = cdc_quote_identifier(target.schema) ~ '.' ~ cdc_quote_identifier('state') %}
+    {% do run_query('create database if not exists ' ~ marts) %}
+    {% set rows = run_query(
+        'select table_id, mart_view, column_name, spark_type from ' ~ columns_relation
+        ~ ' order by table_id, coalesce(ordinal, 1000000), column_name') %}
+    {% set views = {} %}
+    {% for row in rows %}
+        {% if row[0] not in views %}
+            {% do views.update({row[0]: {'name': row[1], 'columns': []}}) %}
+        {% endif %}
+        {% do views[row[0]]['columns'].append((row[2], row[3])) %}
+    {% endfor %}
+    {% for table_id, view in views.items() %}
+        {% set projections = [] %}
+        {% for column in view['columns'] %}
+            {% do projections.append(
+                cdc_typed_value('row[' ~ cdc_string_literal(column[0]) ~ ']', column[1])
+                ~ ' as ' ~ cdc_quote_identifier(column[0])) %}
+        {% endfor %}
+        {% set sql %}
+            create or replace view {{ marts }}.{{ cdc_quote_identifier(view['name']) }} as
+            select
+                {{ projections | join(',\n                ') }}{% if projections %},{% endif %}
+                last_op as _cdc_op,
+                last_seq as _cdc_seq,
+                last_commit_ts as _cdc_commit_ts,
+                last_event_id as _cdc_event_id,
+                key_text as _cdc_key
+            from {{ state }}
+            where table_id = {{ cdc_string_literal(table_id) }} and not is_deleted
+        {% endset %}
+        {% do run_query(sql) %}
+    {% endfor %}
+    {% do return('') %}
+{% endmacro %}

@@ -1,0 +1,80 @@
+{{ config(post_hook="{{ cdc_create_mart_views(this) }}") }}
+-- The columns of every mart view and their Spark types: the type set in cdc.yml,
+-- else the logical type the envelopes declare (latest wins), else string. Config
+-- columns keep their config order; other columns follow by name. The post-hook
+-- (re)creates one typed view per table in the marts schema from these rows.
+{% set settings = cdc_settings() %}
+
+with
+
+state as (
+    select * from {{ ref('state') }}
+),
+
+seen as (
+    select table_id, column_name
+    from state
+    lateral view explode(map_keys(row)) seen_columns as column_name
+    group by table_id, column_name
+),
+
+declared as (
+    select
+        table_id,
+        column_name,
+        max_by(logical_type, last_order_key) as logical_type
+    from state
+    lateral view explode(col_types) declared_types as column_name, logical_type
+    group by table_id, column_name
+),
+
+configured as (
+    {% set rows = [] %}
+    {% for table_id, table in settings['tables'].items() %}
+        {% for column in table['columns'] %}
+            {% do rows.append('(' ~ cdc_string_literal(table_id) ~ ', ' ~ cdc_string_literal(column[0]) ~ ', '
+                ~ cdc_string_literal(column[1]) ~ ', ' ~ loop.index ~ ')') %}
+        {% endfor %}
+    {% endfor %}
+    {% if rows %}
+        select * from values {{ rows | join(', ') }} as configured_columns (table_id, column_name, spark_type, ordinal)
+    {% else %}
+        select
+            cast(null as string) as table_id,
+            cast(null as string) as column_name,
+            cast(null as string) as spark_type,
+            cast(null as int) as ordinal
+        where false
+    {% endif %}
+),
+
+known_tables as (
+    select table_id from state
+    union
+    select table_id from configured
+),
+
+all_columns as (
+    select table_id, column_name from seen
+    union
+    select table_id, column_name from configured
+),
+
+final as (
+    select
+        all_columns.table_id,
+        replace(all_columns.table_id, '.', '__') as mart_view,
+        all_columns.column_name,
+        coalesce(configured.spark_type, declared.logical_type, 'string') as spark_type,
+        configured.ordinal
+    from all_columns
+    inner join known_tables on all_columns.table_id = known_tables.table_id
+    left join configured
+        on all_columns.table_id = configured.table_id
+        and all_columns.column_name = configured.column_name
+    left join declared
+        on all_columns.table_id = declared.table_id
+        and all_columns.column_name = declared.column_name
+)
+
+select * from final

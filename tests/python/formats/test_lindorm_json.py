@@ -1,0 +1,484 @@
+"""Lindorm (Debezium format V2.0) decoder: the spec's samples and the cases around them.
+
+The samples are copied from ``specs/lindorm-debezium-format.txt`` (indentation and
+trailing blanks trimmed; JSON unchanged).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
+from udfs.formats.lindorm_json import LindormJsonDecoder, looks_like_hbase
+
+SPEC_FORMAT_UPDATE = """
+{
+  "payload": {
+    "op": "u",
+    "ts_ms": 1465491411815,
+    "before": {
+      "id": 1004,
+      "name": "Jane"
+    },
+    "after": {
+      "id": 1004,
+      "name": "Anne"
+    },
+    "source": {
+      "version": "v1.0",
+      "db": "ld-xxxx",
+      "namespace": "default",
+      "table": "customers",
+      "ts_ms": 1465491411807
+    }
+  },
+  "schema": {
+  "type": "struct",
+  "fields": [
+     {
+        "type": "string",
+        "optional": false,
+        "field": "op"
+   }, {
+        "type": "int64",
+        "optional": false,
+        "field": "ts_ms"
+   }, {
+        "type": "struct",
+        "fields": [
+          {
+            "type": "int32",
+            "optional": false,
+            "field": "id"
+     }, {
+            "type": "string",
+            "optional": false,
+            "field": "name"
+          }
+        ],
+        "optional": true,
+        "field": "before"
+   }, {
+        "type": "struct",
+        "fields": [
+          {
+            "type": "int32",
+            "optional": false,
+            "field": "id"
+     }, {
+            "type": "string",
+            "optional": false,
+            "field": "name"
+     }
+        ],
+        "optional": true,
+        "field": "after"
+   }, {
+        "type": "struct",
+        "fields": [
+          {
+            "type": "string",
+            "optional": false,
+            "field": "version"
+         }, {
+            "type": "string",
+            "optional": false,
+            "field": "db"
+     }, {
+            "type": "string",
+            "optional": false,
+            "field": "namespace"
+     }, {
+            "type": "string",
+            "optional": false,
+            "field": "table"
+     }, {
+            "type": "int64",
+            "optional": false,
+            "field": "ts_ms"
+     }
+        ],
+        "optional": false,
+        "field": "source"
+   }
+    ],
+  "optional": false
+ }
+}
+"""
+
+SPEC_SQL_INSERT = """
+{
+  "schema": {},
+  "payload": {
+    "op": "c",
+    "ts_ms": 1465491411815,
+    "before": null,
+    "after": {
+      "id": "1004",
+      "first_name": "Anne",
+      "last_name": "Kretchmar"
+    },
+    "source": {
+      "version": "v1.0",
+      "db": "ld-xxxx",
+      "namespace": "default",
+      "table": "customers",
+      "ts_ms": 1465491411807
+    }
+  }
+}
+"""
+
+SPEC_SQL_UPDATE = """
+{
+  "schema": {},
+  "payload": {
+    "op": "u",
+    "ts_ms": 1465491411815,
+    "before": {
+      "id": "1004",
+      "first_name": "Anne Marie",
+      "last_name": "Kretchmar"
+    },
+    "after": {
+      "id": "1004",
+      "first_name": "Anne",
+      "last_name": "Kretchmar"
+    },
+    "source": {
+      "version": "v1.0",
+      "db": "ld-xxxx",
+      "namespace": "default",
+      "table": "customers",
+      "ts_ms": 1465491411807
+    }
+  }
+}
+"""
+
+SPEC_SQL_DELETE = """
+{
+  "schema": {},
+  "payload": {
+    "op": "d",
+    "ts_ms": 1465491411815,
+    "before": {
+      "id": "1004",
+      "first_name": "Anne Marie",
+      "last_name": "Kretchmar"
+    },
+    "after": null,
+    "source": {
+      "version": "v1.0",
+      "db": "ld-xxxx",
+      "namespace": "default",
+      "table": "customers",
+      "ts_ms": 1465491411807
+    }
+  }
+}
+"""
+
+SPEC_SQL_COLUMN_DELETE = """
+{
+  "schema": {},
+  "payload": {
+    "op": "u",
+    "ts_ms": 1465491411815,
+    "before": {
+      "id": "1004",
+      "first_name": "Anne Marie",
+      "last_name": "Kretchmar"
+    },
+    "after": {
+      "id": "1004",
+      "first_name": "Anne Marie"
+    },
+    "source": {
+      "version": "v1.0",
+      "db": "ld-xxxx",
+      "namespace": "default",
+      "table": "customers",
+      "ts_ms": 1465491411807
+    }
+  }
+}
+"""
+
+SPEC_HBASE_PUT = """
+{
+    "schema": {},
+    "payload": {
+        "op": "c",
+        "ts_ms": 1725258859839,
+        "before": null,
+        "after": {
+            "ROW": "dXNlcjE=",
+            "f_name": "bHVja3k="
+        },
+        "source": {
+            "version": "v2.0",
+            "db": "ld-xxxx",
+            "namespace": "default",
+            "table": "customers",
+            "ts_ms": 1725258833727
+        }
+    }
+}
+"""
+
+SEQ = seq_of(1465491411807)
+EXTRAS = {"namespace": "default", "table_kind": "sql", "lindorm_version": "v1.0"}
+
+
+def decode(text: str | None, **options) -> list[Change]:
+    return LindormJsonDecoder(options).decode(Record(text=text))
+
+
+def sql_change(**fields) -> Change:
+    """A change with the fields every SQL sample shares."""
+    base = {
+        "source_table": "customers",
+        "source_db": "ld-xxxx",
+        "source_schema": "default",
+        "seq": SEQ,
+        "commit_ts_us": 1465491411807000,
+        "capture_ts_us": 1465491411815000,
+        "extras": EXTRAS,
+    }
+    return Change(**{**base, **fields})
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_decoder_identity() -> None:
+    assert LindormJsonDecoder.identifier == "lindorm_json"
+    assert LindormJsonDecoder.default_framing == "lines"
+    assert LindormJsonDecoder.framings == ("lines", "kcat", "documents")
+    assert LindormJsonDecoder.option_names == ("table_kind",)
+
+
+def test_spec_format_sample_with_schema() -> None:
+    assert decode(SPEC_FORMAT_UPDATE) == [
+        sql_change(
+            op="update",
+            before={"id": "1004", "name": "Jane"},
+            after={"id": "1004", "name": "Anne"},
+            after_cols=["id", "name"],
+            col_types={"id": "int", "name": "string"},
+        )
+    ]
+
+
+def test_spec_sql_insert() -> None:
+    assert decode(SPEC_SQL_INSERT) == [
+        sql_change(
+            op="insert",
+            before=None,
+            after={"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"},
+            after_cols=None,
+        )
+    ]
+
+
+def test_spec_sql_update() -> None:
+    assert decode(SPEC_SQL_UPDATE) == [
+        sql_change(
+            op="update",
+            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
+            after={"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"},
+            after_cols=["id", "first_name", "last_name"],
+        )
+    ]
+
+
+def test_spec_sql_delete() -> None:
+    assert decode(SPEC_SQL_DELETE) == [
+        sql_change(
+            op="delete",
+            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
+            after=None,
+        )
+    ]
+
+
+def test_spec_sql_column_delete_sets_the_column_null() -> None:
+    assert decode(SPEC_SQL_COLUMN_DELETE) == [
+        sql_change(
+            op="update",
+            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
+            after={"id": "1004", "first_name": "Anne Marie", "last_name": None},
+            after_cols=["id", "first_name", "last_name"],
+        )
+    ]
+
+
+def test_spec_hbase_put() -> None:
+    # the spec's Java put: row "user1", cell f:name = "lucky"
+    assert b64("user1") == "dXNlcjE=" and b64("lucky") == "bHVja3k="
+    assert decode(SPEC_HBASE_PUT) == [
+        Change(
+            op="insert",
+            source_table="customers",
+            source_db="ld-xxxx",
+            source_schema="default",
+            key={"ROW": "dXNlcjE="},
+            before=None,
+            after={"ROW": "dXNlcjE=", "f_name": "bHVja3k="},
+            after_cols=["ROW", "f_name"],
+            col_types={"f_name": "binary"},
+            seq=seq_of(1725258833727),
+            commit_ts_us=1725258833727000,
+            capture_ts_us=1725258859839000,
+            extras={"namespace": "default", "table_kind": "hbase", "lindorm_version": "v2.0"},
+        )
+    ]
+
+
+def hbase_message(op: str, before: dict | None, after: dict | None) -> str:
+    doc = json.loads(SPEC_HBASE_PUT)
+    doc["payload"].update(op=op, before=before, after=after)
+    return json.dumps(doc)
+
+
+def test_hbase_put_writes_only_given_cells() -> None:
+    after = {"ROW": b64("user1"), "f_age": b64("\x00\x00\x00\x2a")}
+    (change,) = decode(hbase_message("u", None, after))
+    assert change.op == "update"
+    assert change.after_cols == ["ROW", "f_age"]
+    assert change.key == {"ROW": b64("user1")}
+
+
+def test_hbase_delete() -> None:
+    before = {"ROW": b64("user1"), "f_name": b64("lucky")}
+    (change,) = decode(hbase_message("d", before, None))
+    assert (change.op, change.after, change.after_cols) == ("delete", None, None)
+    assert change.before == before
+    assert change.key == {"ROW": b64("user1")}
+    assert change.col_types == {"f_name": "binary"}
+
+
+def test_hbase_forced_bad_base64_quarantines_with_column() -> None:
+    after = {"ROW": b64("user1"), "f_name": "lucky!"}
+    with pytest.raises(QuarantineError, match="f_name"):
+        decode(hbase_message("c", None, after), table_kind="hbase")
+    # in auto mode the same message is not HBase-shaped: it decodes as an SQL row
+    assert decode(hbase_message("c", None, after))[0].extras["table_kind"] == "sql"
+
+
+def test_hbase_without_row_key_quarantines() -> None:
+    with pytest.raises(QuarantineError, match="ROW"):
+        decode(hbase_message("c", None, {"f_name": b64("x")}), table_kind="hbase")
+
+
+def test_table_kind_option() -> None:
+    # a SQL table with a ROW column whose values happen to be base64: force sql
+    (change,) = decode(hbase_message("c", None, {"ROW": "abcd", "f_name": "Anne"}), table_kind="sql")
+    assert change.extras["table_kind"] == "sql"
+    assert change.key is None and change.after_cols is None
+    (change,) = decode(SPEC_HBASE_PUT, table_kind="HBASE")
+    assert change.extras["table_kind"] == "hbase"
+    # an SQL row forced to HBase: "Kretchmar" is not base64
+    with pytest.raises(QuarantineError, match="last_name"):
+        decode(SPEC_SQL_INSERT, table_kind="hbase")
+    with pytest.raises(ValueError, match="table_kind"):
+        LindormJsonDecoder({"table_kind": "kudu"})
+
+
+def test_looks_like_hbase() -> None:
+    assert looks_like_hbase({"ROW": "dXNlcjE=", "f_name": "bHVja3k="})
+    assert not looks_like_hbase({"ROW": "dXNlcjE=", "f_name": None})
+    assert not looks_like_hbase({"id": "1004"})
+    assert not looks_like_hbase({"ROW": 1})
+    assert not looks_like_hbase(None)
+
+
+def test_sql_update_without_before_keeps_after_as_given() -> None:
+    doc = json.loads(SPEC_SQL_UPDATE)
+    doc["payload"]["before"] = None
+    doc["payload"]["after"] = {"id": "1004", "first_name": "Anne"}
+    (change,) = decode(json.dumps(doc))
+    assert change.after == {"id": "1004", "first_name": "Anne"}
+    assert change.after_cols is None
+
+
+def test_sql_values_keep_exact_json_text() -> None:
+    doc = json.loads(SPEC_SQL_INSERT)
+    text = json.dumps(doc).replace('"Kretchmar"', "12345678901234567890.123456789012345678")
+    text = text.replace('"Anne"', "null")
+    (change,) = decode(text)
+    assert change.after["last_name"] == "12345678901234567890.123456789012345678"
+    assert change.after["first_name"] is None
+
+
+def test_payload_without_schema_wrapper() -> None:
+    payload = json.loads(SPEC_SQL_INSERT)["payload"]
+    (change,) = decode(json.dumps(payload))
+    assert change.after == {"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"}
+
+
+def test_snapshot_op_r() -> None:
+    doc = json.loads(SPEC_SQL_INSERT)
+    doc["payload"]["op"] = "r"
+    assert decode(json.dumps(doc))[0].op == "snapshot"
+
+
+@pytest.mark.parametrize("text", [None, " ", "null", '{"schema": {}, "payload": null}'])
+def test_tombstones_are_skipped(text) -> None:
+    with pytest.raises(SkipRecord, match="tombstone"):
+        decode(text)
+
+
+def mutate(sample: str, path: tuple[str, ...], value) -> str:
+    doc = json.loads(sample)
+    node = doc
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("{oops", "not JSON"),
+        ('"text"', "not a JSON object"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "op"), "x"), "op"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "source", "table"), None), "source.table"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "source"), None), "source.table"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "after"), None), "after image"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "after"), [1]), "after is not an object"),
+        (mutate(SPEC_SQL_DELETE, ("payload", "before"), None), "before image"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "source", "ts_ms"), "soon"), "source.ts_ms"),
+        (mutate(SPEC_SQL_INSERT, ("payload", "ts_ms"), 1.5), "ts_ms"),
+    ],
+)
+def test_malformed_messages_quarantine(text: str, reason: str) -> None:
+    with pytest.raises(QuarantineError, match=reason):
+        decode(text)
+
+
+def test_typed_schema_values_are_checked() -> None:
+    doc = json.loads(SPEC_FORMAT_UPDATE)
+    doc["payload"]["after"]["id"] = "not an int"
+    with pytest.raises(QuarantineError, match="id"):
+        decode(json.dumps(doc))
+
+
+def test_seq_orders_by_change_time() -> None:
+    earlier = decode(mutate(SPEC_SQL_INSERT, ("payload", "source", "ts_ms"), 999))[0]
+    later = decode(SPEC_SQL_INSERT)[0]
+    assert earlier.seq < later.seq
+
+
+def test_debezium_placeholder_is_plain_data_in_lindorm() -> None:
+    doc = json.loads(SPEC_SQL_UPDATE)
+    doc["payload"]["after"]["last_name"] = "__debezium_unavailable_value"
+    (change,) = decode(json.dumps(doc))
+    assert change.after["last_name"] == "__debezium_unavailable_value"

@@ -1,0 +1,444 @@
+"""Unit tests of the workload generator, the Debezium renderers and the reference model.
+
+No Spark here: these tests make sure the oracle of ``test_differential.py`` is right.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from decimal import Decimal
+from itertools import pairwise
+
+import pytest
+
+try:  # tests/python as a package or as a rootdir-relative folder
+    from . import workload as wl
+except ImportError:
+    import workload as wl
+
+SEEDS = [1, 2, 3, 7, 42]
+
+
+@pytest.fixture(scope="module", params=SEEDS)
+def events(request):
+    return wl.generate(request.param, 500)
+
+
+# --------------------------------------------------------------------------- generator
+
+
+def test_deterministic_per_seed():
+    a, b, c = wl.generate(5, 300), wl.generate(5, 300), wl.generate(6, 300)
+    assert a == b
+    assert a != c
+    assert wl.deliver(a, 5, 3) == wl.deliver(b, 5, 3)
+
+
+@pytest.mark.parametrize("n", [1, 2, 10, 333])
+def test_exact_count(n):
+    assert len(wl.generate(3, n)) == n
+
+
+def test_positions_strictly_increasing(events):
+    positions = [e.position for e in events]
+    assert all(a < b for a, b in pairwise(positions))
+    lsns = [e.lsn for e in events]
+    assert all(a < b for a, b in pairwise(lsns))
+    assert all(e.prev_commit_lsn < e.lsn for e in events)
+    ts = [e.ts_ms for e in events]
+    assert ts == sorted(ts)
+    assert len(set(ts)) < len(ts)  # same-millisecond events exist
+
+
+def test_operation_mix(events):
+    ops = Counter((e.table, e.op) for e in events)
+    for t in ("inventory.customers", "inventory.orders"):
+        for op in "rcud":
+            assert ops[(t, op)] > 0, (t, op)
+    # snapshot first, last snapshot record marked
+    snaps = [e for e in events if e.op == "r"]
+    assert events[: len(snaps)] == snaps
+    assert [e.snapshot for e in snaps][-1] == "last"
+    assert all(e.snapshot == "false" for e in events[len(snaps) :])
+
+
+def test_stream_is_valid_and_has_key_changes_and_reinserts(events):
+    """Strict replay: creates of absent keys, updates/deletes of live keys only."""
+    live: dict = {}
+    seen_deleted: set = set()
+    key_changes = reinserts = 0
+    for i, e in enumerate(events):
+        k = (e.table, e.key)
+        if e.op in "rc":
+            assert k not in live
+            if k in seen_deleted:
+                reinserts += 1
+            live[k] = dict(e.after)
+            assert wl.UNAVAILABLE not in e.after.values()
+            assert set(e.after) == set(e.spec.column_names)
+        elif e.op == "u":
+            assert k in live
+            if e.before is not None:
+                assert e.before == live[k]
+            live[k] = {c: (live[k][c] if v == wl.UNAVAILABLE else v) for c, v in e.after.items()}
+        else:
+            assert k in live
+            assert e.before == live.pop(k)  # full old row
+            assert e.after is None
+            seen_deleted.add(k)
+            nxt = events[i + 1] if i + 1 < len(events) else None
+            if (
+                nxt is not None
+                and nxt.op == "c"
+                and nxt.table == e.table
+                and nxt.tx_id == e.tx_id
+                and nxt.key != e.key
+                and {c: v for c, v in nxt.after.items() if c not in e.spec.key}
+                == {c: v for c, v in e.before.items() if c not in e.spec.key}
+            ):
+                key_changes += 1
+    assert key_changes > 0
+    assert reinserts > 0
+    final = {(t, k): r for t, rows in wl.reference_state(events).items() for k, r in rows.items()}
+    assert final == live
+
+
+def test_key_change_is_delete_then_create_in_one_transaction():
+    found = 0
+    for seed in SEEDS:
+        ev = wl.generate(seed, 400)
+        for a, b in pairwise(ev):
+            if a.op == "d" and b.op == "c" and a.tx_id == b.tx_id and a.table == b.table and a.key != b.key:
+                assert a.position < b.position
+                assert a.before is not None and b.after is not None
+                found += 1
+    assert found >= len(SEEDS)
+
+
+def test_toast_placeholder_only_pg_unchanged_strings(events):
+    n = 0
+    live: dict = {}
+    for e in events:
+        if e.op != "d":
+            if e.op == "u":
+                for c, v in e.after.items():
+                    if v == wl.UNAVAILABLE:
+                        n += 1
+                        assert e.spec.connector == "postgresql"
+                        assert e.spec.column(c).type == "string"
+                        assert c not in e.spec.key
+                        assert live[(e.table, e.key)][c] is not None
+            prev = live.get((e.table, e.key), {})
+            live[(e.table, e.key)] = {c: (prev[c] if v == wl.UNAVAILABLE else v) for c, v in e.after.items()}
+    assert n > 0
+
+
+def test_fidelity_values_present():
+    ev = wl.generate(1, 600)
+    values = [v for e in ev for img in (e.before, e.after) if img for v in img.values()]
+    ints = [int(v) for e in ev for img in (e.after,) if img for c, v in img.items()
+            if v is not None and e.spec.column(c).type == "bigint"]  # fmt: skip
+    assert any(abs(i) > 2**53 for i in ints)
+    assert max(ints) <= 2**63 - 1 and min(ints) >= -(2**63)
+    decs = [
+        v for e in ev if e.after for c, v in e.after.items() if e.spec.column(c).type.startswith("decimal")
+    ]
+    assert any(v and len(v.replace("-", "").replace(".", "")) >= 30 for v in decs)
+    for v in decs:
+        if v is not None:
+            d = Decimal(v)
+            assert f"{d:f}" == v and -d.as_tuple().exponent == wl.DECIMAL_SCALE
+            assert len(v.lstrip("-").split(".")[0]) <= 32
+            assert v != "-0.000000"
+    assert None in values
+    assert "" in values
+    strings = [v for v in values if isinstance(v, str)]
+    for needle in ("'", '"', "\n", "😀", "\u2028", "\\", "数"):
+        assert any(needle in s for s in strings), needle
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def _ev(events, connector, op):
+    return next(e for e in events if e.spec.connector == connector and e.op == op)
+
+
+@pytest.mark.parametrize("with_schema", [False, True])
+def test_render_mysql(events, with_schema):
+    e = _ev(events, "mysql", "u")
+    env = wl.render_debezium(e, with_schema)
+    payload = env["payload"] if with_schema else env
+    if with_schema:
+        assert set(env) == {"schema", "payload"}
+        fields = {f["field"]: f for f in env["schema"]["fields"]}
+        after_types = {f["field"]: f["type"] for f in fields["after"]["fields"]}
+        assert after_types == {"order_id": "int64", "line_no": "int32", "customer_id": "int64",
+                               "amount": "string", "quantity": "int32", "note": "string"}  # fmt: skip
+        assert fields["source"]["name"] == "io.debezium.connector.mysql.Source"
+    src = payload["source"]
+    assert src["connector"] == "mysql" and src["db"] == "inventory" and src["table"] == "orders"
+    assert src["file"] == f"mysql-bin.{e.position[0]:06d}"
+    assert (src["pos"], src["row"]) == e.position[1:]
+    assert payload["op"] == "u" and payload["before"] is not None
+    # JSON text round-trips every digit
+    back = json.loads(json.dumps(env))
+    after = (back["payload"] if with_schema else back)["after"]
+    assert str(after["order_id"]) == e.after["order_id"]
+    assert after["amount"] == e.after["amount"]
+
+
+@pytest.mark.parametrize("with_schema", [False, True])
+def test_render_postgresql(events, with_schema):
+    e = _ev(events, "postgresql", "d")
+    env = wl.render_debezium(e, with_schema)
+    payload = env["payload"] if with_schema else env
+    src = payload["source"]
+    assert src["connector"] == "postgresql" and src["schema"] == "inventory" and src["table"] == "customers"
+    assert src["lsn"] == e.lsn and src["txId"] == e.tx_id
+    assert json.loads(src["sequence"]) == [str(e.prev_commit_lsn), str(e.lsn)]
+    assert payload["op"] == "d" and payload["after"] is None
+    assert {k: (None if v is None else str(v)) for k, v in payload["before"].items()} == e.before
+    key = wl.render_key(e, with_schema)
+    assert (key["payload"] if with_schema else key) == {"id": int(e.key[0])}
+
+
+def test_render_connector_override_and_snapshot(events):
+    e = _ev(events, "mysql", "r")
+    assert wl.render_debezium(e, False)["source"]["snapshot"] in ("true", "last")
+    pg = wl.render_debezium(e, False, "postgresql")
+    assert pg["source"]["lsn"] == e.lsn and pg["op"] == "r"
+    with pytest.raises(ValueError):
+        wl.render_debezium(e, False, "oracle")
+
+
+# --------------------------------------------------------------------------- delivery
+
+
+def _decode_files(runs):
+    """A minimal Debezium decoder over the delivered bytes: (table, op, key, after, position) tuples."""
+    out = []
+    tombstones = 0
+    for files in runs:
+        for f in files:
+            text = f.content.decode("utf-8")
+            assert text.endswith("\n")
+            lines = text.split("\n")[:-1]
+            assert len(lines) == f.n_records
+            for line in lines:
+                obj = json.loads(line)
+                kafka_key = None
+                if f.framing == "kcat":
+                    assert f.path.startswith("kcat/")
+                    assert isinstance(obj["key"], str) and obj["partition"] == 0
+                    kafka_key = json.loads(obj["key"])
+                    if obj["payload"] is None:
+                        tombstones += 1
+                        continue
+                    assert isinstance(obj["payload"], str)
+                    obj = json.loads(obj["payload"])
+                else:
+                    assert f.path.startswith("lines/")
+                if set(obj) == {"schema", "payload"}:
+                    obj = obj["payload"]
+                src = obj["source"]
+                if src["connector"] == "mysql":
+                    pos = (int(src["file"].rsplit(".", 1)[1]), src["pos"], src["row"])
+                    table = f"{src['db']}.{src['table']}"
+                else:
+                    pos = src["lsn"]
+                    table = f"{src['schema']}.{src['table']}"
+                out.append((table, obj["op"], obj["before"], obj["after"], pos, kafka_key))
+    return out, tombstones
+
+
+def _text(v):
+    return None if v is None else str(v)
+
+
+def test_deliver_roundtrip_and_reference(events):
+    runs = wl.deliver(events, 11, 3)
+    decoded, tombstones = _decode_files(runs)
+    assert tombstones == sum(f.n_tombstones for files in runs for f in files) > 0
+    # every event delivered, duplicates identical to their original
+    delivered = wl.delivered_events(runs)
+    assert {e.position for e in delivered} == {e.position for e in events}
+    assert len(decoded) == len(delivered)
+    by_lsn = {e.lsn: e for e in events}
+    by_pos = {e.position: e for e in events}
+    for table, op, before, after, pos, kafka_key in decoded:
+        e = by_pos[pos] if isinstance(pos, tuple) else by_lsn[pos]
+        assert (table, op) == (e.table, e.op)
+        assert (before and {k: _text(v) for k, v in before.items()}) == e.before
+        assert (after and {k: _text(v) for k, v in after.items()}) == e.after
+        if kafka_key is not None:
+            kp = kafka_key.get("payload", kafka_key) if "schema" in kafka_key else kafka_key
+            assert tuple(_text(kp[k]) for k in e.spec.key) == e.key
+    assert wl.reference_state(delivered) == wl.reference_state(events)
+
+
+def test_deliver_late_duplicates_files(events):
+    runs = wl.deliver(events, 3, 3, late_fraction=0.05, dup_fraction=0.03)
+    assert len(runs) == 3
+    index = {e.position: i for i, e in enumerate(events)}
+    n = len(events)
+    run_sets = [[index[e.position] for f in files for e in f.events] for files in runs]
+    flat = [i for r in run_sets for i in r]
+    dups = len(flat) - n
+    assert 0 < dups <= 0.1 * n
+    # late: an event of an earlier third delivered (first) in a later run
+    first_run = {}
+    for r, idx in enumerate(run_sets):
+        for i in idx:
+            first_run.setdefault(i, r)
+    late = [i for i, r in first_run.items() if r > 0 and i < round(n * r / 3)]
+    assert 0 < len(late) <= 0.15 * n
+    assert all(first_run[i] - (3 * i // n) <= 1 for i in first_run)
+    # a duplicate never sits in the same file as its original
+    for files in runs:
+        for f in files:
+            c = Counter(e.position for e in f.events)
+            assert max(c.values()) == 1
+            assert f.path.count("/") == 1 and f.path.split("/")[0] == f.framing
+        assert {f.framing for f in files} == {"lines", "kcat"}
+    paths = [f.path for files in runs for f in files]
+    assert len(paths) == len(set(paths))
+
+
+def test_kcat_offsets_follow_source_order(events):
+    runs = wl.deliver(events, 4, 3)
+    by_topic: dict[str, dict[int, tuple]] = {}
+    for files in runs:
+        for f in files:
+            if f.framing != "kcat":
+                continue
+            for line in f.content.decode().split("\n")[:-1]:  # not splitlines(): raw U+2028 inside
+                obj = json.loads(line)
+                assert obj["tstype"] == "create" and "ts" in obj and obj["broker"] == 0
+                if obj["payload"] is None:
+                    order = (None,)
+                else:
+                    p = json.loads(obj["payload"])
+                    p = p.get("payload", p) if set(p) == {"schema", "payload"} else p
+                    s = p["source"]
+                    order = (
+                        (s.get("lsn"),) if s["connector"] == "postgresql" else (s["file"], s["pos"], s["row"])
+                    )
+                seen = by_topic.setdefault(obj["topic"], {})
+                # a re-delivered offset is the same record
+                assert seen.setdefault(obj["offset"], (obj["key"], obj["payload"], order)) == (
+                    obj["key"],
+                    obj["payload"],
+                    order,
+                )
+    assert set(by_topic) == {"dbserver1.inventory.customers", "dbserver1.inventory.orders"}
+    for seen in by_topic.values():
+        orders = [seen[o][2] for o in sorted(seen) if seen[o][2] != (None,)]
+        assert orders == sorted(orders)
+        # a tombstone follows its delete at the next offset with the same key
+        for o, (key, payload, _) in seen.items():
+            if payload is None:
+                prev = json.loads(seen[o - 1][1])
+                prev = prev.get("payload", prev) if set(prev) == {"schema", "payload"} else prev
+                assert prev["op"] == "d" and seen[o - 1][0] == key
+
+
+def test_lines_mix_schema_and_escaping():
+    runs = wl.deliver(wl.generate(9, 400), 9, 2)
+    lines = [
+        ln for files in runs for f in files if f.framing == "lines" for ln in f.content.split(b"\n") if ln
+    ]
+    with_schema = sum(1 for ln in lines if json.loads(ln).keys() == {"schema", "payload"})
+    assert 0 < with_schema < len(lines)
+    assert any(b"\\ud83d" in ln for ln in lines) and any("😀".encode() in ln for ln in lines)
+
+
+# --------------------------------------------------------------------------- reference model
+
+
+def _mk(spec, op, before, after, n):
+    return wl.SourceEvent(spec, op, before, after, (3, 100 + n, 0), 1000 + n, 999, 1, 0, 0)
+
+
+def test_reference_handbuilt():
+    s = wl.CUSTOMERS
+    base = {
+        "id": "1",
+        "name": "a",
+        "email": "e",
+        "bio": "long",
+        "balance": "1.000000",
+        "visits": "3",
+        "tier": "1",
+    }
+    upd = dict(base, name="b", bio=wl.UNAVAILABLE)
+    moved = dict(base, id=str(2**60), name="b")
+    ev = [
+        _mk(s, "r", None, base, 0),
+        _mk(s, "u", None, upd, 1),  # TOAST keeps bio
+        _mk(s, "d", dict(base, name="b"), None, 2),  # key change 1 -> 2**60
+        _mk(s, "c", None, moved, 3),
+        _mk(s, "c", None, dict(base, bio=None), 4),  # re-insert of key 1
+        _mk(s, "u", None, dict(moved, email=None, bio=wl.UNAVAILABLE), 5),
+        _mk(s, "d", dict(moved, email=None), None, 6),
+    ]
+    state = wl.reference_state(ev)
+    assert state == {"inventory.customers": {("1",): dict(base, bio=None)}}
+    hist = wl.reference_history(ev)["inventory.customers"]
+    assert [(v.op, v.is_deleted) for v in hist[("1",)]] == [
+        ("snapshot", False),
+        ("update", False),
+        ("delete", True),
+        ("insert", False),
+    ]
+    assert hist[("1",)][1].row == dict(base, name="b")
+    assert hist[("1",)][2].row is None
+    assert [v.row for v in hist[(str(2**60),)]] == [moved, dict(moved, email=None), None]
+    # late arrival / duplicates: same answer
+    shuffled = ev[::-1] + ev[2:4]
+    assert wl.reference_state(shuffled) == state
+    assert wl.reference_history(shuffled) == wl.reference_history(ev)
+    # a partial update of an unknown row (its insert not delivered yet) provides only its columns
+    part = wl.reference_state([ev[1]])["inventory.customers"][("1",)]
+    assert "bio" not in part and part["name"] == "b"
+    assert wl.full_row(s, part)["bio"] is None
+    # a delete delivered before the insert it follows: the row stays deleted
+    assert wl.reference_state([ev[6], ev[3]]) == {"inventory.customers": {}}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_reference_insensitive_to_delivery_order_and_duplicates(seed):
+    ev = wl.generate(seed, 300)
+    rng = random.Random(seed)
+    mixed = ev + rng.sample(ev, 30)
+    rng.shuffle(mixed)
+    assert wl.reference_state(mixed) == wl.reference_state(ev)
+    assert wl.reference_history(mixed) == wl.reference_history(ev)
+
+
+def test_history_consistent_with_state(events):
+    state = wl.reference_state(events)
+    hist = wl.reference_history(events)
+    assert sum(len(v) for t in hist.values() for v in t.values()) == len(events)
+    for table, keys in hist.items():
+        live = {k: vs[-1].row for k, vs in keys.items() if not vs[-1].is_deleted}
+        assert live == state.get(table, {})
+        for vs in keys.values():
+            assert [v.position for v in vs] == sorted(v.position for v in vs)
+            assert all((v.row is None) == v.is_deleted == (v.op == "delete") for v in vs)
+
+
+def test_key_text():
+    assert wl.key_text(wl.ORDERS, (str(2**60), "3")) == '{"line_no":"3","order_id":"1152921504606846976"}'
+    assert wl.key_text(wl.CUSTOMERS, ("é",)) == '{"id":"é"}'
+
+
+def test_write_files(tmp_path):
+    runs = wl.deliver(wl.generate(2, 100), 2, 2)
+    paths = wl.write_files(tmp_path / "landing", runs[0])
+    assert all(p.exists() for p in paths)
+    assert {p.parent.name for p in paths} == {"lines", "kcat"}
+    assert wl.main(["--seed", "2", "--events", "50", "--runs", "2", "--out", str(tmp_path / "m")]) == 0
+    assert (tmp_path / "m" / "run1" / "lines").is_dir()

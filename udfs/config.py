@@ -1,0 +1,203 @@
+"""``cdc.yml``: load, validate and resolve (see the README, "Configuration").
+
+Everything that is wrong with a configuration is reported before any work starts, in
+one message that names the problem.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from udfs.framing import FRAMINGS
+
+TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets"}
+FEED_KEYS = {"name", "format", "path", "framing", "options"}
+TABLE_KEYS = {"key", "columns"}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A Spark SQL type as written in a config: simple names, decimal(p,s), varchar(n)...
+_TYPE = re.compile(
+    r"^(string|boolean|tinyint|smallint|int|integer|bigint|float|double|date|timestamp|timestamp_ntz|binary"
+    r"|decimal\(\s*\d+\s*,\s*\d+\s*\)|decimal|varchar\(\d+\)|char\(\d+\))$",
+    re.IGNORECASE,
+)
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names it."""
+
+
+@dataclass
+class Feed:
+    name: str
+    format: str
+    path: Path
+    framing: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TableConfig:
+    name: str  #: as written in cdc.yml
+    table_id: str  #: lower case
+    key: list[str]  #: lower-case column names, maybe empty
+    columns: dict[str, str]  #: lower-case column name -> Spark type, in config order
+
+    @property
+    def parts(self) -> list[str]:
+        return self.table_id.split(".")
+
+
+@dataclass
+class Config:
+    path: Path
+    warehouse: Path
+    schema: str
+    marts_schema: str
+    feeds: list[Feed]
+    tables: dict[str, TableConfig]  #: by table_id
+    buckets: int = 16
+
+    def table(self, name: str) -> TableConfig:
+        t = self.tables.get(name.lower())
+        if t is None:
+            raise ConfigError(f"table {name!r} is not in {self.path} (known: {', '.join(self.tables) or 'none'})")
+        return t
+
+    def decoder_options(self, feed: Feed) -> dict[str, Any]:
+        """What the decode UDF needs to know about a feed, as one JSON-able dict."""
+        return {
+            "format": feed.format,
+            "framing": feed.framing,
+            "options": feed.options,
+            "tables": {
+                t.table_id: {"key": t.key, "columns": t.columns, "name": t.name} for t in self.tables.values()
+            },
+        }
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate ``cdc.yml``; raise :class:`ConfigError` naming the problem."""
+    from udfs.formats import FORMATS
+
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    _unknown(raw, TOP_LEVEL_KEYS, f"{path}")
+    base = path.parent
+    warehouse = (base / str(raw.get("warehouse", ".cdc"))).resolve()
+    schema = str(raw.get("schema", "cdc"))
+    marts_schema = str(raw.get("marts_schema", "marts"))
+    for label, value in (("schema", schema), ("marts_schema", marts_schema)):
+        if not _IDENT.match(value):
+            raise ConfigError(f"{label} {value!r} must be a plain identifier (letters, digits, _)")
+    buckets = raw.get("buckets", 16)
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 4096:
+        raise ConfigError(f"buckets must be an integer between 1 and 4096, got {buckets!r}")
+
+    feeds_raw = raw.get("feeds")
+    if not isinstance(feeds_raw, list) or not feeds_raw:
+        raise ConfigError(f"{path}: `feeds` must be a non-empty list")
+    feeds: list[Feed] = []
+    for i, f in enumerate(feeds_raw):
+        where = f"feeds[{i}]"
+        if not isinstance(f, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        _unknown(f, FEED_KEYS, where)
+        name = f.get("name")
+        if not isinstance(name, str) or not _IDENT.match(name):
+            raise ConfigError(f"{where}: name {name!r} must be a plain identifier (letters, digits, _)")
+        where = f"feed {name!r}"
+        if any(x.name == name for x in feeds):
+            raise ConfigError(f"{where} is defined twice")
+        fmt = f.get("format")
+        if fmt not in FORMATS:
+            raise ConfigError(f"{where}: unknown format {fmt!r}; known formats: {', '.join(sorted(FORMATS))}")
+        decoder = FORMATS[fmt]
+        framing = f.get("framing", decoder.default_framing)
+        if framing not in FRAMINGS:
+            raise ConfigError(f"{where}: unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")
+        if framing not in decoder.framings:
+            raise ConfigError(f"{where}: format {fmt} does not come in framing {framing!r} (it has {decoder.framings})")
+        if not f.get("path"):
+            raise ConfigError(f"{where}: `path` is missing")
+        feed_path = (base / str(f["path"])).resolve()
+        if not feed_path.is_dir():
+            raise ConfigError(f"{where}: path {feed_path} does not exist or is not a folder")
+        options = f.get("options") or {}
+        if not isinstance(options, dict):
+            raise ConfigError(f"{where}: options must be a mapping")
+        allowed = set(decoder.option_names) | {"header"}
+        _unknown(options, allowed, f"{where} options")
+        feeds.append(Feed(name, fmt, feed_path, framing, options))
+
+    tables: dict[str, TableConfig] = {}
+    for name, t in (raw.get("tables") or {}).items():
+        where = f"table {name!r}"
+        t = t or {}
+        if not isinstance(t, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        _unknown(t, TABLE_KEYS, where)
+        table_id = str(name).lower()
+        if table_id in tables:
+            raise ConfigError(f"{where} is configured twice (names match case-insensitively)")
+        if not 1 <= len(table_id.split(".")) <= 3 or any(not p for p in table_id.split(".")):
+            raise ConfigError(f"{where}: use table, db.table or db.schema.table")
+        key = t.get("key") or []
+        if isinstance(key, str):
+            key = [key]
+        if not isinstance(key, list) or not all(isinstance(k, str) and k for k in key):
+            raise ConfigError(f"{where}: key must be a list of column names")
+        columns = t.get("columns") or {}
+        if not isinstance(columns, dict):
+            raise ConfigError(f"{where}: columns must be a mapping of column name to type")
+        for col, typ in columns.items():
+            if not isinstance(typ, str) or not _TYPE.match(typ.strip()):
+                raise ConfigError(f"{where}: column {col!r} has type {typ!r}, which is not a Spark SQL type")
+        tables[table_id] = TableConfig(
+            str(name), table_id, [k.lower() for k in key], {str(c).lower(): v.strip() for c, v in columns.items()}
+        )
+        if not key and not any(FORMATS[fd.format].carries_key(fd.framing) for fd in feeds):
+            raise ConfigError(
+                f"{where} has no key: the events of its feeds do not carry one, so set tables.{name}.key"
+            )
+    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets)
+
+
+def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(map(str, mapping)) - allowed)
+    if extra:
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(extra)}; allowed: {', '.join(sorted(allowed))}")
+
+
+def match_table(config_tables: dict[str, dict[str, Any]], db: str | None, schema: str | None, table: str) -> str | None:
+    """The configured table id an event's table matches, most specific first.
+
+    ``db.schema.table`` matches exactly; ``x.table`` matches when ``x`` is the event's
+    database or schema; ``table`` matches the table name alone. Case-insensitive.
+    """
+    t = table.lower()
+    d = db.lower() if db else None
+    s = schema.lower() if schema else None
+    candidates = []
+    if d and s:
+        candidates.append(f"{d}.{s}.{t}")
+    if d:
+        candidates.append(f"{d}.{t}")
+    if s:
+        candidates.append(f"{s}.{t}")
+    candidates.append(t)
+    for c in candidates:
+        if c in config_tables:
+            return c
+    return None

@@ -1,0 +1,212 @@
+"""The changelog contract every decoder fills (see DESIGN.md, "The changelog contract").
+
+A decoder turns one *record* (one envelope: a JSON line, one pretty-printed document,
+one Kafka message) into zero or more :class:`Change` objects. The shared code in
+``udfs.decode`` then resolves keys from the configuration, normalizes names, computes
+``event_id`` and the order key, and turns the changes into Arrow rows.
+
+Values travel as canonical **text** (``str``) or ``None`` for SQL NULL, never as
+floats, so no value is ever rounded on the way to the marts.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+#: Operation names of the changelog ``op`` column.
+OPS = ("insert", "update", "delete", "snapshot", "truncate")
+
+
+class QuarantineError(ValueError):
+    """A record that cannot be decoded. The message is the quarantine reason."""
+
+
+class SkipRecord(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """A record that is valid but produces no change (tombstone, heartbeat, DDL...).
+
+    The message is the skip reason, counted per file in the audit.
+    """
+
+
+@dataclass
+class Record:
+    """One landing record, as the framing split it out of a file."""
+
+    text: str | None
+    kafka_key: str | None = None
+    kafka_topic: str | None = None
+    kafka_partition: int | None = None
+    kafka_offset: int | None = None
+    kafka_timestamp_ms: int | None = None
+    #: path of the landing file the record comes from
+    source_file: str | None = None
+    #: column names of the file's header row, for framings that have one (CSV)
+    header: list[str] | None = None
+
+
+@dataclass
+class Change:
+    """One row change, before the shared normalization.
+
+    Attributes
+    ----------
+    op:
+        One of :data:`OPS`.
+    source_db, source_schema, source_table:
+        The table as the event names it (case kept). ``source_table`` is required except
+        for ``truncate`` of a whole database (never seen so far).
+    key:
+        Primary-key values when the event carries them (Kafka key, ``pkNames``,
+        ``unique``); ``None`` means "take the key columns from the configuration".
+    key_columns:
+        Names of the key columns when the event names them but the values have to be
+        read from the images (Canal ``pkNames``); ignored when ``key`` is given.
+    before, after:
+        Column -> canonical text (``None`` = SQL NULL). ``None`` for "no image".
+    before_cols, after_cols:
+        The columns the image *provides*; ``None`` means every column of the image.
+        A column absent from the list keeps its previous value in the merge.
+    col_types:
+        Logical type per column where the envelope declares one.
+    seq:
+        Sortable text built from the format's own position (see :func:`seq_of`).
+    commit_ts_us, capture_ts_us:
+        Microseconds since the epoch, UTC.
+    """
+
+    op: str
+    source_table: str | None
+    source_db: str | None = None
+    source_schema: str | None = None
+    key: dict[str, str | None] | None = None
+    key_columns: list[str] | None = None
+    before: dict[str, str | None] | None = None
+    after: dict[str, str | None] | None = None
+    before_cols: list[str] | None = None
+    after_cols: list[str] | None = None
+    col_types: dict[str, str] = field(default_factory=dict)
+    seq: str | None = None
+    commit_ts_us: int | None = None
+    capture_ts_us: int | None = None
+    tx_id: str | None = None
+    extras: dict[str, str | None] = field(default_factory=dict)
+
+
+class Decoder:
+    """One decoder per format, behind one interface (as Flink's JSON formats have).
+
+    Subclasses set :attr:`identifier` (the ``format:`` of ``cdc.yml``),
+    :attr:`default_framing`, :attr:`framings` and :attr:`option_names`, and implement
+    :meth:`decode`.
+    """
+
+    identifier: ClassVar[str] = ""
+    default_framing: ClassVar[str] = "lines"
+    framings: ClassVar[tuple[str, ...]] = ("lines",)
+    #: Feed options this format understands (besides the common ones).
+    option_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+
+    @classmethod
+    def carries_key(cls, framing: str) -> bool:
+        """Whether records of this format in ``framing`` name their primary key.
+
+        When they do not, every table of the feed needs ``key:`` in ``cdc.yml``.
+        """
+        return framing in ("kcat", "kafka_parquet")
+
+    def decode(self, record: Record) -> list[Change]:
+        """Decode one record.
+
+        Raises
+        ------
+        QuarantineError
+            The record is malformed; the message is the reason.
+        SkipRecord
+            The record is valid and carries no row change; the message is the reason.
+        """
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------- helpers
+
+SEQ_WIDTH = 20
+
+
+def seq_of(*parts: int | str | None) -> str | None:
+    """Build a sortable ``seq`` text from integer parts (or ``None`` when unknown).
+
+    Integers are zero-padded to 20 digits (enough for an unsigned 64-bit value) and
+    joined with ``.``, so comparing the texts compares the tuples. Strings are kept as
+    they are (callers pass only fixed-width strings).
+
+    >>> seq_of(3, 154, 0) < seq_of(3, 1000, 0)
+    True
+    """
+    if not parts or any(p is None for p in parts):
+        return None
+    out = []
+    for p in parts:
+        if isinstance(p, bool):  # bool is an int: never a position
+            raise QuarantineError(f"position is a boolean: {p!r}")
+        if isinstance(p, int):
+            if p < 0:
+                raise QuarantineError(f"negative position {p}")
+            out.append(str(p).zfill(SEQ_WIDTH))
+        else:
+            out.append(str(p))
+    return ".".join(out)
+
+
+class JsonNumber(str):
+    """A JSON number with a fraction or exponent, kept as its source text."""
+
+    __slots__ = ()
+
+
+def _dump_nested(value: Any) -> str:
+    if isinstance(value, JsonNumber):
+        return str(value)
+    if isinstance(value, dict):
+        items = sorted(value.items())
+        return "{" + ",".join(f"{_json.dumps(k, ensure_ascii=False)}:{_dump_nested(v)}" for k, v in items) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dump_nested(v) for v in value) + "]"
+    return _json.dumps(value, ensure_ascii=False)
+
+
+def loads_exact(text: str | bytes) -> Any:
+    """Parse JSON keeping every number exact.
+
+    Numbers with a fraction or exponent come back as their source text (``str``), so a
+    38-digit decimal or a double's digits are never rounded; integers are Python ints
+    (arbitrary precision). Raises ``QuarantineError`` on malformed JSON.
+    """
+    try:
+        return _json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise QuarantineError(f"not JSON: {exc}") from None
+
+
+def canonical_text(value: Any) -> str | None:
+    """Canonical text of a JSON value parsed by :func:`loads_exact`.
+
+    Integers keep every digit; fractional numbers are already their source text;
+    booleans become ``true``/``false``; nested objects and arrays become compact JSON
+    text with sorted keys.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return _dump_nested(value)

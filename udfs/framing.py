@@ -1,0 +1,209 @@
+"""Split a landing file into records, by framing (see DESIGN.md, "Landing framings").
+
+Each function takes the file's bytes and returns :class:`RawRecord` items in file
+order. A framing never decodes an envelope: it only finds where records begin and end
+and, for Kafka dumps, reads the message metadata (topic, partition, offset, key).
+
+Decisions:
+
+* ``lines``: records are separated by ``\\n``; a trailing ``\\r`` (CRLF files) and a
+  UTF-8 BOM at the start of the file are removed; blank lines are not records.
+* ``documents``: concatenated JSON values separated by whitespace (pretty-printed
+  objects). When a document cannot be parsed the remainder of the file is one
+  record with the reason, since its end cannot be found.
+* ``kcat``: ``kcat -C -J`` lines; ``payload`` and ``key`` are text holding the Kafka
+  value and key; a null payload is a tombstone (``text is None``).
+* ``kafka_parquet``: a parquet file with the columns Spark's Kafka source produces
+  (``key``, ``value`` binary, ``topic``, ``partition``, ``offset``, ``timestamp``).
+* ``csv``: RFC-4180 rows (quoted fields may hold newlines and doubled quotes). With
+  the feed option ``header: true`` the first row names the columns.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from dataclasses import dataclass
+
+FRAMINGS = ("lines", "documents", "kcat", "kafka_parquet", "csv")
+
+
+@dataclass
+class RawRecord:
+    """One record of a landing file, before decoding."""
+
+    record_index: int
+    text: str | None
+    error: str | None = None
+    raw_b64: str | None = None
+    kafka_key: str | None = None
+    kafka_topic: str | None = None
+    kafka_partition: int | None = None
+    kafka_offset: int | None = None
+    kafka_timestamp_ms: int | None = None
+    header: list[str] | None = None
+
+
+def _utf8(raw: bytes, index: int) -> RawRecord:
+    try:
+        return RawRecord(index, raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return RawRecord(
+            index,
+            None,
+            error=f"invalid UTF-8 at byte {exc.start}",
+            raw_b64=base64.b64encode(raw).decode(),
+        )
+
+
+def _strip_bom(content: bytes) -> bytes:
+    return content[3:] if content.startswith(b"\xef\xbb\xbf") else content
+
+
+def split_lines(content: bytes) -> list[RawRecord]:
+    out = []
+    index = 0
+    for line in _strip_bom(content).split(b"\n"):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if not line.strip():
+            continue
+        out.append(_utf8(line, index))
+        index += 1
+    return out
+
+
+def split_documents(content: bytes) -> list[RawRecord]:
+    whole = _utf8(_strip_bom(content), 0)
+    if whole.text is None:
+        return [whole]
+    text = whole.text
+    decoder = json.JSONDecoder()
+    out: list[RawRecord] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos].isspace():
+            pos += 1
+        if pos >= n:
+            return out
+        try:
+            _, end = decoder.raw_decode(text, pos)
+        except ValueError as exc:
+            out.append(RawRecord(len(out), text[pos:], error=f"not JSON: {exc}"))
+            return out
+        out.append(RawRecord(len(out), text[pos:end]))
+        pos = end
+
+
+def split_kcat(content: bytes) -> list[RawRecord]:
+    out = []
+    for rec in split_lines(content):
+        if rec.text is None:
+            out.append(rec)
+            continue
+        try:
+            msg = json.loads(rec.text)
+            if not isinstance(msg, dict) or "payload" not in msg:
+                raise ValueError("no payload field")
+            payload, key = msg.get("payload"), msg.get("key")
+            if payload is not None and not isinstance(payload, str):
+                raise ValueError("payload is not text")
+            out.append(
+                RawRecord(
+                    rec.record_index,
+                    payload,
+                    kafka_key=key if isinstance(key, str) or key is None else json.dumps(key),
+                    kafka_topic=msg.get("topic"),
+                    kafka_partition=_int_or_none(msg.get("partition")),
+                    kafka_offset=_int_or_none(msg.get("offset")),
+                    kafka_timestamp_ms=_int_or_none(msg.get("ts")),
+                )
+            )
+        except (ValueError, TypeError) as exc:
+            raw = base64.b64encode(rec.text.encode()).decode()
+            out.append(RawRecord(rec.record_index, None, error=f"not a kcat -J line: {exc}", raw_b64=raw))
+    return out
+
+
+def _int_or_none(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"not an integer: {value!r}")
+    return value
+
+
+def split_kafka_parquet(content: bytes) -> list[RawRecord]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(io.BytesIO(content))
+    except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
+        return [RawRecord(0, None, error=f"not parquet: {exc}", raw_b64=base64.b64encode(content).decode())]
+    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    n = table.num_rows
+    out = []
+    for i in range(n):
+        value = cols.get("value", [None] * n)[i]
+        key = cols.get("key", [None] * n)[i]
+        ts = cols.get("timestamp", [None] * n)[i]
+        rec = _utf8(value, i) if value is not None else RawRecord(i, None)
+        if key is not None:
+            try:
+                rec.kafka_key = key.decode("utf-8") if isinstance(key, bytes) else str(key)
+            except UnicodeDecodeError:
+                rec.kafka_key = None
+        rec.kafka_topic = cols.get("topic", [None] * n)[i]
+        rec.kafka_partition = cols.get("partition", [None] * n)[i]
+        rec.kafka_offset = cols.get("offset", [None] * n)[i]
+        rec.kafka_timestamp_ms = int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else ts
+        out.append(rec)
+    return out
+
+
+def split_csv(content: bytes, header: bool = False) -> list[RawRecord]:
+    whole = _utf8(_strip_bom(content), 0)
+    if whole.text is None:
+        return [whole]
+    rows = _csv_rows(whole.text)
+    names: list[str] | None = None
+    if header and rows:
+        import csv
+
+        names = next(csv.reader([rows[0].rstrip("\r\n")]))
+        rows = rows[1:]
+    out = []
+    for i, row in enumerate(r for r in rows if r.strip()):
+        out.append(RawRecord(i, row.rstrip("\r\n"), header=names))
+    return out
+
+
+def _csv_rows(text: str) -> list[str]:
+    """Split text into RFC-4180 rows: a newline inside quotes does not end a row."""
+    rows, start, quoted = [], 0, False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "\n" and not quoted:
+            rows.append(text[start : i + 1])
+            start = i + 1
+    if start < len(text):
+        rows.append(text[start:])
+    return rows
+
+
+def split_file(content: bytes, framing: str, options: dict | None = None) -> list[RawRecord]:
+    """Split ``content`` by ``framing``; see the module docstring for each framing."""
+    options = options or {}
+    if framing == "lines":
+        return split_lines(content)
+    if framing == "documents":
+        return split_documents(content)
+    if framing == "kcat":
+        return split_kcat(content)
+    if framing == "kafka_parquet":
+        return split_kafka_parquet(content)
+    if framing == "csv":
+        return split_csv(content, header=bool(options.get("header", False)))
+    raise ValueError(f"unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")

@@ -1,0 +1,138 @@
+"""One pipeline run: ``dbt build`` in this process on the Spark session (dbt-spark
+``method: session``), then a summary read from the audit tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from udfs.config import Config, load_config
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+
+class PipelineError(RuntimeError):
+    """dbt reported a failure; the message says which node and why."""
+
+
+@dataclass
+class RunSummary:
+    files: int
+    records: int
+    changes: int
+    quarantined: int
+    skipped: int
+    tables: list[str]
+    run_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __str__(self) -> str:
+        tables = ", ".join(self.tables) or "none"
+        return (
+            f"files {self.files}, records {self.records}, changes {self.changes}, "
+            f"quarantined {self.quarantined}, skipped {self.skipped}; tables touched: {tables}"
+        )
+
+
+def dbt_vars(config: Config, golden: bool = False) -> dict[str, Any]:
+    """The ``cdc`` dbt variable rendered from the configuration."""
+    return {
+        "cdc": {
+            "schema": config.schema,
+            "marts_schema": config.marts_schema,
+            "buckets": config.buckets,
+            "golden": golden,
+            "feeds": [
+                {
+                    "name": f.name,
+                    "format": f.format,
+                    "framing": f.framing,
+                    "path": str(f.path),
+                    "decoder_options": json.dumps(config.decoder_options(f), sort_keys=True),
+                }
+                for f in config.feeds
+            ],
+            "tables": {
+                t.table_id: {"name": t.name, "key": t.key, "columns": [[c, ty] for c, ty in t.columns.items()]}
+                for t in config.tables.values()
+            },
+        }
+    }
+
+
+def run_dbt(config: Config, command: str = "build", extra: list[str] | None = None, golden: bool = False,
+            target: str = "session") -> Any:
+    """Invoke dbt in this process; raise :class:`PipelineError` on failure."""
+    from dbt.cli.main import dbtRunner
+
+    dbt_dir = config.warehouse / "dbt"
+    os.environ["CDC_SCHEMA"] = config.schema
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    args = [
+        command,
+        "--project-dir", str(PROJECT_DIR),
+        "--profiles-dir", str(PROJECT_DIR / "profiles"),
+        "--target", target,
+        "--target-path", str(dbt_dir / "target"),
+        "--log-path", str(dbt_dir / "logs"),
+        "--vars", json.dumps(dbt_vars(config, golden=golden)),
+        "--no-use-colors",
+        "--quiet" if os.environ.get("CDC_DBT_QUIET", "1") == "1" else "--no-quiet",
+        *(extra or []),
+    ]
+    result = dbtRunner().invoke(args)
+    if not result.success:
+        raise PipelineError(_failure_message(result))
+    return result
+
+
+def _failure_message(result: Any) -> str:
+    if result.exception is not None:
+        return f"dbt failed: {result.exception}"
+    lines = []
+    for r in getattr(result.result, "results", None) or []:
+        status = str(getattr(r, "status", ""))
+        if status.lower() in ("error", "fail"):
+            lines.append(f"{r.node.unique_id}: {status}: {(r.message or '').strip()[:2000]}")
+    return "dbt build failed:\n" + ("\n".join(lines) or "see the dbt log")
+
+
+def run_pipeline(config_path: str | Path | Config, spark: Any = None, golden: bool = False,
+                 master: str | None = None) -> RunSummary:
+    """Run the pipeline once over the configuration's landing folders."""
+    from udfs.session import build_session
+
+    config = config_path if isinstance(config_path, Config) else load_config(config_path)
+    if spark is None:
+        spark = build_session(config, master=master)
+    else:
+        from udfs.spark_udfs import register
+
+        register(spark)
+    spark.sql(f"create database if not exists `{config.schema}`")
+    result = run_dbt(config, "build", golden=golden)
+    run_id = _invocation_id(result)
+    return summarize(spark, config, run_id)
+
+
+def _invocation_id(result: Any) -> str:
+    # dbt keeps the id of the invocation that just ran; models stamp it as run_id.
+    from dbt_common.invocation import get_invocation_id
+
+    return get_invocation_id()
+
+
+def summarize(spark: Any, config: Config, run_id: str) -> RunSummary:
+    s = config.schema
+    row = spark.sql(
+        f"select count(*) f, coalesce(sum(records_read),0) r, coalesce(sum(changes_emitted),0) c, "
+        f"coalesce(sum(quarantined),0) q, coalesce(sum(skipped),0) k from `{s}`.audit_files where run_id = '{run_id}'"
+    ).collect()[0]
+    tables = spark.sql(f"select tables_touched from `{s}`.merge_log where run_id = '{run_id}'").collect()
+    touched = sorted(tables[0][0]) if tables and tables[0][0] else []
+    return RunSummary(int(row.f), int(row.r), int(row.c), int(row.q), int(row.k), touched, run_id)

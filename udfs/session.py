@@ -1,0 +1,46 @@
+"""The Spark session of a warehouse: local[*] (or a master URL), Hive metastore in
+embedded Derby under the warehouse folder, UTC, the ``cdc_`` functions registered."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from udfs.config import Config
+
+
+def build_session(config: Config | Path, master: str | None = None) -> Any:
+    """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s)."""
+    # Executors must run the same interpreter as the driver (pandas, pyarrow).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from udfs.spark_udfs import register
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        register(active)
+        return active
+    wh = config.warehouse if isinstance(config, Config) else Path(config)
+    wh.mkdir(parents=True, exist_ok=True)
+    builder = (
+        SparkSession.builder.appName("cdc")
+        .master(master or os.environ.get("CDC_SPARK_MASTER", "local[*]"))
+        .config("spark.sql.warehouse.dir", str(wh / "spark-warehouse"))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={wh}")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        .config("spark.sql.shuffle.partitions", os.environ.get("CDC_SHUFFLE_PARTITIONS", "8"))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+        .enableHiveSupport()
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    register(spark)
+    return spark
