@@ -21,8 +21,8 @@ def _parser() -> argparse.ArgumentParser:
     exp = with_config(sub.add_parser("export", help="print the current rows of TABLE as JSON lines"))
     exp.add_argument("table")
     exp.add_argument("--with-metadata", action="store_true", help="include the _cdc_* metadata columns")
-    sql = with_config(sub.add_parser("sql", help="run one Spark SQL statement and print rows as JSON lines"))
-    sql.add_argument("query")
+    sql = with_config(sub.add_parser("sql", help="run Spark SQL statements and print rows as JSON lines"))
+    sql.add_argument("query", nargs="+", help="one or more statements; with several, each result starts with '-- N'")
     return p
 
 
@@ -72,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         from udfs.export import rows_as_json
 
         try:
-            df = spark.sql(args.query)
-            for line in rows_as_json(spark, df):
-                print(line)
+            for n, query in enumerate(args.query, start=1):
+                if len(args.query) > 1:
+                    print(f"-- {n}")
+                for line in rows_as_json(spark, spark.sql(query)):
+                    print(line)
         except Exception as exc:  # noqa: BLE001
             print(f"cdc sql: {str(exc).splitlines()[0]}", file=sys.stderr)
             return 1

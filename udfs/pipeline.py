@@ -85,10 +85,27 @@ def run_dbt(config: Config, command: str = "build", extra: list[str] | None = No
         "--quiet" if os.environ.get("CDC_DBT_QUIET", "1") == "1" else "--no-quiet",
         *(extra or []),
     ]
-    result = dbtRunner().invoke(args)
+    result = dbtRunner(callbacks=_fault_injection_callbacks()).invoke(args)
     if not result.success:
         raise PipelineError(_failure_message(result))
     return result
+
+
+def _fault_injection_callbacks() -> list[Any]:
+    """Crash tests set ``CDC_KILL_AFTER_NODE`` (e.g. ``model.cdc.changelog``): the process
+    then kills itself with SIGKILL right after that dbt node finishes, which is a crash
+    between two models at a chosen place."""
+    node = os.environ.get("CDC_KILL_AFTER_NODE")
+    if not node:
+        return []
+
+    def kill_after(event: Any) -> None:
+        if event.info.name == "NodeFinished" and event.data.node_info.unique_id == node:
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return [kill_after]
 
 
 def _failure_message(result: Any) -> str:

@@ -30,11 +30,14 @@ skip_reasons as (
         source_file,
         map_from_entries(collect_list(struct(reason, n))) as skipped_by_reason
     from (
-        select source_file, reason, count(*) as n
+        select
+            source_file,
+            reason,
+            count(*) as n
         from records
         where status = 'skipped'
         group by source_file, reason
-    )
+    ) as skip_counts
     group by source_file
 ),
 
@@ -50,7 +53,7 @@ final as (
         coalesce(per_file.changes_emitted, 0) as changes_emitted,
         coalesce(per_file.quarantined, 0) as quarantined,
         coalesce(per_file.skipped, 0) as skipped,
-        coalesce(skip_reasons.skipped_by_reason, cast(map() as map<string, bigint>)) as skipped_by_reason,
+        coalesce(skip_reasons.skipped_by_reason, cast(map() as map <string, bigint>)) as skipped_by_reason,
         {{ cdc_string_literal(invocation_id) }} as run_id,
         to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as processed_at
     from files

@@ -1,5 +1,4 @@
 {{ config(partition_by=['table_id', 'bucket']) }}
--- depends_on: {{ ref('stg_landing__files') }}
 -- One row per row change, every format in one schema (DESIGN.md, "The changelog
 -- contract"). Append-only; a record already present (same file, record and row)
 -- is never appended twice, so a run that died half way can simply run again.
@@ -64,15 +63,33 @@ final as (
         table_id,
         {{ cdc_bucket() }} as bucket
     from flattened
+),
+
+batch_files as (
+    select source_file from {{ ref('stg_landing__files') }}
+),
+
+-- what an earlier, interrupted run already appended for the files of this batch
+present as (
+    {% if is_incremental() %}
+        select
+            this_table.source_file,
+            this_table.record_index,
+            this_table.row_index
+        from {{ this }} as this_table
+        left semi join batch_files on this_table.source_file = batch_files.source_file
+    {% else %}
+        select
+            cast(null as string) as source_file,
+            cast(null as int) as record_index,
+            cast(null as int) as row_index
+        where false
+    {% endif %}
 )
 
 select final.* from final
-{% if is_incremental() %}
-    left anti join (
-        select source_file, record_index, row_index from {{ this }}
-        where source_file in (select source_file from {{ ref('stg_landing__files') }})
-    ) as present
-        on final.source_file = present.source_file
+left anti join present
+    on
+        final.source_file = present.source_file
         and final.record_index = present.record_index
         and final.row_index = present.row_index
-{% endif %}

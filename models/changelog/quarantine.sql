@@ -1,4 +1,3 @@
--- depends_on: {{ ref('stg_landing__files') }}
 -- Every record that could not be decoded, with the reason and the raw record (as
 -- base64 where it is not valid text). Nothing is dropped silently.
 with
@@ -23,14 +22,30 @@ final as (
         {{ cdc_string_literal(invocation_id) }} as run_id,
         to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as quarantined_at
     from records
+),
+
+batch_files as (
+    select source_file from {{ ref('stg_landing__files') }}
+),
+
+-- what an earlier, interrupted run already appended for the files of this batch
+present as (
+    {% if is_incremental() %}
+        select
+            this_table.source_file,
+            this_table.record_index
+        from {{ this }} as this_table
+        left semi join batch_files on this_table.source_file = batch_files.source_file
+    {% else %}
+        select
+            cast(null as string) as source_file,
+            cast(null as int) as record_index
+        where false
+    {% endif %}
 )
 
 select final.* from final
-{% if is_incremental() %}
-    left anti join (
-        select source_file, record_index from {{ this }}
-        where source_file in (select source_file from {{ ref('stg_landing__files') }})
-    ) as present
-        on final.source_file = present.source_file
+left anti join present
+    on
+        final.source_file = present.source_file
         and final.record_index = present.record_index
-{% endif %}

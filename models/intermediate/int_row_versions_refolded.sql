@@ -13,7 +13,10 @@ changelog as (
 ),
 
 pending as (
-    select table_id, bucket, op
+    select
+        table_id,
+        bucket,
+        op
     from changelog
     {% if merge_log is not none %}
         where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
@@ -21,13 +24,20 @@ pending as (
 ),
 
 truncated_tables as (
-    select distinct table_id from pending where op = 'truncate'
+    select distinct table_id from pending
+    where op = 'truncate'
 ),
 
 touched as (
-    select distinct table_id, bucket from pending where bucket >= 0
+    select distinct
+        table_id,
+        bucket
+    from pending
+    where bucket >= 0
     union
-    select distinct changelog.table_id, changelog.bucket
+    select distinct
+        changelog.table_id,
+        changelog.bucket
     from changelog
     inner join truncated_tables on changelog.table_id = truncated_tables.table_id
     where changelog.bucket >= 0
@@ -37,8 +47,9 @@ keyed_changes as (
     select changelog.*
     from changelog
     left semi join touched
-        on changelog.table_id = touched.table_id
-        and changelog.bucket = touched.bucket
+        on
+            changelog.table_id = touched.table_id
+            and changelog.bucket = touched.bucket
 ),
 
 keys_first_seen as (
@@ -69,34 +80,47 @@ truncate_deletes as (
         truncates.seq,
         truncates.order_key,
         truncates.commit_ts,
-        cast(null as map<string, string>) as after,
+        cast(null as map<string, string>) as after,  -- noqa: LT01
         cast(null as array<string>) as after_cols,
-        cast(map() as map<string, string>) as col_types
+        cast(map() as map<string, string>) as col_types  -- noqa: LT01
     from keys_first_seen
     inner join truncates
-        on keys_first_seen.table_id = truncates.table_id
-        and keys_first_seen.first_order_key < truncates.order_key
+        on
+            keys_first_seen.table_id = truncates.table_id
+            and keys_first_seen.first_order_key < truncates.order_key
 ),
 
 all_changes as (
     select
-        table_id, bucket, key_text, key, event_id, op, seq, order_key, commit_ts,
-        after, after_cols, col_types
+        table_id,
+        bucket,
+        key_text,
+        key,
+        event_id,
+        op,
+        seq,
+        order_key,
+        commit_ts,
+        after,
+        after_cols,
+        col_types
     from keyed_changes
     union all
     select * from truncate_deletes
 ),
 
 -- The same event delivered twice (same event_id) counts once, at its first place.
+numbered_deliveries as (
+    select
+        all_changes.*,
+        row_number() over (
+            partition by table_id, key_text, event_id order by order_key
+        ) as delivery_no
+    from all_changes
+),
+
 deduplicated as (
-    select * from (
-        select
-            all_changes.*,
-            row_number() over (
-                partition by table_id, key_text, event_id order by order_key
-            ) as delivery_no
-        from all_changes
-    )
+    select * from numbered_deliveries
     where delivery_no = 1
 ),
 

@@ -186,10 +186,12 @@ def test_pipeline_matches_reference(spark, tmp_path, seed):
             expected = expected_rows(spec, state)
             actual = actual_rows(spark, config_path, spec)
             assert actual == expected, f"{where}\n" + _diff(spec.name, expected, actual)
+            assert expected, f"{where}: {spec.name} has no rows: the workload compares nothing"
 
         exp_hist = expected_history(delivered)
         act_hist = actual_history(spark, schema)
         assert act_hist == exp_hist, f"{where}\n" + _diff("history", exp_hist, act_hist)
+        assert sum(map(len, exp_hist.values())) == len({e.position for e in delivered}), where
 
     # every event was delivered by the end
     assert {e.position for e in delivered} == {e.position for e in events}

@@ -29,7 +29,7 @@ records as (
         rec.kafka_offset,
         rec.kafka_timestamp_ms
     from read_files
-    lateral view explode(records) exploded as rec
+        lateral view explode(records) exploded as rec
 ),
 
 decoded as (

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh machine: checks Python 3.11 and
+# Java 17 (installs Java from Debian's packages when missing and allowed), then a
+# virtual environment in .venv with every dependency pinned (constraints.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3.11}"
+command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
+    echo "setup: Python 3.11 is required (found: $("$PYTHON" --version 2>&1)). Set PYTHON=/path/to/python3.11." >&2
+    exit 1
+fi
+
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "setup: Java 17 not found; installing openjdk-17-jre-headless from Debian's packages"
+        apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    else
+        echo "setup: Spark needs Java 17 (java not found or too old). Install a JDK/JRE 17 and put java on PATH." >&2
+        exit 1
+    fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+echo "setup: ready (.venv/bin/cdc)"
