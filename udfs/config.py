@@ -74,9 +74,7 @@ class Config:
             "format": feed.format,
             "framing": feed.framing,
             "options": feed.options,
-            "tables": {
-                t.table_id: {"key": t.key, "columns": t.columns, "name": t.name} for t in self.tables.values()
-            },
+            "tables": {t.table_id: {"key": t.key, "columns": t.columns, "name": t.name} for t in self.tables.values()},
         }
 
 
@@ -168,9 +166,7 @@ def load_config(path: str | Path) -> Config:
             str(name), table_id, [k.lower() for k in key], {str(c).lower(): v.strip() for c, v in columns.items()}
         )
         if not key and not any(FORMATS[fd.format].carries_key(fd.framing) for fd in feeds):
-            raise ConfigError(
-                f"{where} has no key: the events of its feeds do not carry one, so set tables.{name}.key"
-            )
+            raise ConfigError(f"{where} has no key: the events of its feeds do not carry one, so set tables.{name}.key")
     return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets)
 
 

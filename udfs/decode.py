@@ -30,6 +30,8 @@ CHANGE_FIELDS = (
     "before_cols array<string>, after_cols array<string>, col_types map<string,string>, seq string, "
     "commit_ts_us bigint, capture_ts_us bigint, tx_id string, event_id string, extras map<string,string>"
 )
+
+
 def _ddl_struct(fields: str) -> str:
     parts = []
     depth = 0
@@ -127,8 +129,9 @@ def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[st
         "extras": {k: (None if v is None else str(v)) for k, v in change.extras.items()},
     }
     if change.op == "truncate":
-        row = dict(base, op="truncate", key=None, key_text=None, before=None, after=None,
-                   before_cols=None, after_cols=None)
+        row = dict(
+            base, op="truncate", key=None, key_text=None, before=None, after=None, before_cols=None, after_cols=None
+        )
         return [row]
 
     key_cols: list[str] | None = None
@@ -166,10 +169,16 @@ def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[st
         moved.update(after or {})
         moved_cols = sorted(set(before_cols or []) | set(after_cols or []))
         return [
-            dict(common, op="delete", key=old_key, key_text=key_text(old_key), after=None, after_cols=None,
-                 _part=0),
-            dict(common, op="insert", key=new_key, key_text=key_text(new_key), after=moved,
-                 after_cols=moved_cols, _part=1),
+            dict(common, op="delete", key=old_key, key_text=key_text(old_key), after=None, after_cols=None, _part=0),
+            dict(
+                common,
+                op="insert",
+                key=new_key,
+                key_text=key_text(new_key),
+                after=moved,
+                after_cols=moved_cols,
+                _part=1,
+            ),
         ]
     return [dict(common, op=change.op, key=key, key_text=key_text(key), after=after, after_cols=after_cols)]
 
@@ -188,7 +197,7 @@ def decode_records(
         return [{"status": "quarantined", "reason": reason, "changes": None} for _ in texts]
     tables = opts.get("tables") or {}
     keys = kafka_keys if kafka_keys is not None else [None] * len(texts)
-    for text, kafka_key in zip(texts, keys):
+    for text, kafka_key in zip(texts, keys, strict=True):
         try:
             changes = decoder.decode(Record(text=text, kafka_key=kafka_key))
             rows: list[dict[str, Any]] = []

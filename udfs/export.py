@@ -9,8 +9,9 @@ ints, whatever their size); floats keep Spark's shortest text (float32 ``3.14`` 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from udfs.config import Config, load_config
 
@@ -19,7 +20,7 @@ TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 
 def _json_ready_columns(df: Any) -> list[str]:
     """SQL expressions that render each column of ``df`` as a JSON-safe value."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: N812 - the PySpark convention
 
     exprs = []
     for f in df.schema.fields:
@@ -28,7 +29,7 @@ def _json_ready_columns(df: Any) -> list[str]:
         if isinstance(t, T.DecimalType):
             e = f"cast({q} as string)"
         elif isinstance(t, (T.TimestampType, T.TimestampNTZType)):
-            e = f"date_format({q}, \"{TS_FORMAT}\")"
+            e = f'date_format({q}, "{TS_FORMAT}")'
         elif isinstance(t, T.DateType):
             e = f"cast({q} as string)"
         elif isinstance(t, T.BinaryType):
@@ -46,7 +47,7 @@ def _json_ready_columns(df: Any) -> list[str]:
 
 def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
     """Yield each row of ``df`` as one JSON line (see the module docstring)."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # noqa: N812 - the PySpark convention
 
     floats = {f.name for f in df.schema.fields if isinstance(f.dataType, (T.FloatType, T.DoubleType))}
     view = "_cdc_export_rows"
@@ -79,7 +80,9 @@ def mart_query(config: Config, table: str, with_metadata: bool = False, spark: A
     return f"select * except (_cdc_op, _cdc_seq, _cdc_commit_ts, _cdc_event_id, _cdc_key) from {q} order by _cdc_key"
 
 
-def export_lines(spark: Any, config_path: str | Path | Config, table: str, with_metadata: bool = False) -> Iterator[str]:
+def export_lines(
+    spark: Any, config_path: str | Path | Config, table: str, with_metadata: bool = False
+) -> Iterator[str]:
     config = config_path if isinstance(config_path, Config) else load_config(config_path)
     return rows_as_json(spark, spark.sql(mart_query(config, table, with_metadata)))
 

@@ -65,8 +65,13 @@ def dbt_vars(config: Config, golden: bool = False) -> dict[str, Any]:
     }
 
 
-def run_dbt(config: Config, command: str = "build", extra: list[str] | None = None, golden: bool = False,
-            target: str = "session") -> Any:
+def run_dbt(
+    config: Config,
+    command: str = "build",
+    extra: list[str] | None = None,
+    golden: bool = False,
+    target: str = "session",
+) -> Any:
     """Invoke dbt in this process; raise :class:`PipelineError` on failure."""
     from dbt.cli.main import dbtRunner
 
@@ -75,12 +80,18 @@ def run_dbt(config: Config, command: str = "build", extra: list[str] | None = No
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     args = [
         command,
-        "--project-dir", str(PROJECT_DIR),
-        "--profiles-dir", str(PROJECT_DIR / "profiles"),
-        "--target", target,
-        "--target-path", str(dbt_dir / "target"),
-        "--log-path", str(dbt_dir / "logs"),
-        "--vars", json.dumps(dbt_vars(config, golden=golden)),
+        "--project-dir",
+        str(PROJECT_DIR),
+        "--profiles-dir",
+        str(PROJECT_DIR / "profiles"),
+        "--target",
+        target,
+        "--target-path",
+        str(dbt_dir / "target"),
+        "--log-path",
+        str(dbt_dir / "logs"),
+        "--vars",
+        json.dumps(dbt_vars(config, golden=golden)),
         "--no-use-colors",
         "--quiet" if os.environ.get("CDC_DBT_QUIET", "1") == "1" else "--no-quiet",
         *(extra or []),
@@ -119,8 +130,9 @@ def _failure_message(result: Any) -> str:
     return "dbt build failed:\n" + ("\n".join(lines) or "see the dbt log")
 
 
-def run_pipeline(config_path: str | Path | Config, spark: Any = None, golden: bool = False,
-                 master: str | None = None) -> RunSummary:
+def run_pipeline(
+    config_path: str | Path | Config, spark: Any = None, golden: bool = False, master: str | None = None
+) -> RunSummary:
     """Run the pipeline once over the configuration's landing folders."""
     from udfs.session import build_session
 

@@ -30,7 +30,9 @@ def build_session(config: Config | Path, master: str | None = None) -> Any:
         SparkSession.builder.appName("cdc")
         .master(master or os.environ.get("CDC_SPARK_MASTER", "local[*]"))
         .config("spark.sql.warehouse.dir", str(wh / "spark-warehouse"))
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true")
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true"
+        )
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={wh}")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -46,7 +47,7 @@ def local_path(path: str) -> str:
 def read_records(paths: list[str | None], framings: list[str | None], options: list[str | None]) -> list[Any]:
     """Pure batch function behind ``cdc_read_records``."""
     out: list[Any] = []
-    for path, framing, opts in zip(paths, framings, options):
+    for path, framing, opts in zip(paths, framings, options, strict=True):
         if path is None or framing is None:
             out.append(None)
             continue
@@ -95,7 +96,7 @@ def register(spark: Any) -> None:
             by_options.setdefault(o or "{}", []).append(i)
         for o, idx in by_options.items():
             decoded = decode_records(o, [texts[i] for i in idx], [keys[i] for i in idx])
-            for i, r in zip(idx, decoded):
+            for i, r in zip(idx, decoded, strict=True):
                 results[i] = r
         return pa.array(results, type=decode_type)
 

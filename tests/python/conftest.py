@@ -42,8 +42,14 @@ def make_config(tmp_path: Path):
 
     def make(feeds: list[dict], tables: dict | None = None, **extra) -> Path:
         n = next(_schema_numbers)
-        cfg = {"warehouse": ".cdc", "schema": f"t{n}_cdc", "marts_schema": f"t{n}_marts", "feeds": feeds,
-               "tables": tables or {}, **extra}
+        cfg = {
+            "warehouse": ".cdc",
+            "schema": f"t{n}_cdc",
+            "marts_schema": f"t{n}_marts",
+            "feeds": feeds,
+            "tables": tables or {},
+            **extra,
+        }
         for feed in feeds:
             (tmp_path / feed["path"]).mkdir(parents=True, exist_ok=True)
         path = tmp_path / "cdc.yml"

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-
 from conftest import corpus
 
 

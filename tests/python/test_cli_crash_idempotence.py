@@ -114,8 +114,9 @@ def test_sigkill_at_a_random_time_then_rerun_equals_clean_run(tmp_path, clean_ru
     _, clean = clean_run
     work = example_copy(tmp_path, "killed_timed")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.Popen(CDC + ["run"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        CDC + ["run"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     # Long enough for Spark and dbt to be mid-build on this machine, short of the end.
     time.sleep(float(os.environ.get("CDC_TEST_KILL_SECONDS", "30")))
     os.killpg(proc.pid, signal.SIGKILL)
@@ -136,6 +137,8 @@ def test_wrong_config_fails_before_any_work_naming_the_problem(tmp_path):
         p = cdc(["run"], tmp_path, timeout=60)
         assert p.returncode == 2 and message in p.stderr, p.stderr
         assert not (tmp_path / ".cdc").exists()
-    (tmp_path / "cdc.yml").write_text("feeds:\n  - name: f\n    format: debezium_json\n    path: landing\ntables: {t: {}}\n")
+    (tmp_path / "cdc.yml").write_text(
+        "feeds:\n  - name: f\n    format: debezium_json\n    path: landing\ntables: {t: {}}\n"
+    )
     p = cdc(["run"], tmp_path, timeout=60)
     assert p.returncode == 2 and "table 't' has no key" in p.stderr, p.stderr

@@ -55,7 +55,9 @@ def test_replica_identity_default_applies_by_key_and_quarantines_keyless_delete(
     """PG without REPLICA IDENTITY FULL: updates without before image apply by key; the
     final delete has neither before nor after nor a Kafka key, so it cannot be applied:
     it is quarantined with its reason and 111 stays (EXPECTED.md section 7)."""
-    config, summary = _run_one_file(spark, make_config, tmp_path, corpus("flink", "debezium-postgres-data-replica-identity.txt"))
+    config, summary = _run_one_file(
+        spark, make_config, tmp_path, corpus("flink", "debezium-postgres-data-replica-identity.txt")
+    )
     assert (summary.records, summary.changes, summary.quarantined, summary.skipped) == (16, 15, 1, 0)
 
     expected = final_rows("debezium-postgres-data-schema-exclude.final.jsonl") + [
@@ -90,7 +92,12 @@ def test_debezium_serde_documents(spark, make_config, tmp_path, serde_file, expe
     options = {"table": "customers"} if serde_file == "serde-unwrapped.json" else None
     tables = {"customers": {"key": ["id"], "columns": {"id": "int"}}}
     config, summary = _run_one_file(
-        spark, make_config, tmp_path, corpus("debezium", serde_file), framing="documents", tables=tables,
+        spark,
+        make_config,
+        tmp_path,
+        corpus("debezium", serde_file),
+        framing="documents",
+        tables=tables,
         options=options,
     )
     assert (summary.records, summary.changes, summary.quarantined) == (1, 1, 0)

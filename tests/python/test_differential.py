@@ -139,9 +139,7 @@ def _diff(name: str, expected: dict, actual: dict, limit: int = 5) -> str:
         if keys:
             lines.append(f"  {len(keys)} {label}:")
             for k in keys[:limit]:
-                lines.append(
-                    f"    {k!r}\n      expected {expected.get(k)!r}\n      actual   {actual.get(k)!r}"
-                )
+                lines.append(f"    {k!r}\n      expected {expected.get(k)!r}\n      actual   {actual.get(k)!r}")
     return "\n".join(lines)
 
 

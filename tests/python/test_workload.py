@@ -142,9 +142,7 @@ def test_fidelity_values_present():
             if v is not None and e.spec.column(c).type == "bigint"]  # fmt: skip
     assert any(abs(i) > 2**53 for i in ints)
     assert max(ints) <= 2**63 - 1 and min(ints) >= -(2**63)
-    decs = [
-        v for e in ev if e.after for c, v in e.after.items() if e.spec.column(c).type.startswith("decimal")
-    ]
+    decs = [v for e in ev if e.after for c, v in e.after.items() if e.spec.column(c).type.startswith("decimal")]
     assert any(v and len(v.replace("-", "").replace(".", "")) >= 30 for v in decs)
     for v in decs:
         if v is not None:
@@ -323,9 +321,7 @@ def test_kcat_offsets_follow_source_order(events):
                     p = json.loads(obj["payload"])
                     p = p.get("payload", p) if set(p) == {"schema", "payload"} else p
                     s = p["source"]
-                    order = (
-                        (s.get("lsn"),) if s["connector"] == "postgresql" else (s["file"], s["pos"], s["row"])
-                    )
+                    order = (s.get("lsn"),) if s["connector"] == "postgresql" else (s["file"], s["pos"], s["row"])
                 seen = by_topic.setdefault(obj["topic"], {})
                 # a re-delivered offset is the same record
                 assert seen.setdefault(obj["offset"], (obj["key"], obj["payload"], order)) == (
@@ -347,9 +343,7 @@ def test_kcat_offsets_follow_source_order(events):
 
 def test_lines_mix_schema_and_escaping():
     runs = wl.deliver(wl.generate(9, 400), 9, 2)
-    lines = [
-        ln for files in runs for f in files if f.framing == "lines" for ln in f.content.split(b"\n") if ln
-    ]
+    lines = [ln for files in runs for f in files if f.framing == "lines" for ln in f.content.split(b"\n") if ln]
     with_schema = sum(1 for ln in lines if json.loads(ln).keys() == {"schema", "payload"})
     assert 0 < with_schema < len(lines)
     assert any(b"\\ud83d" in ln for ln in lines) and any("😀".encode() in ln for ln in lines)

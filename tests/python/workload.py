@@ -415,9 +415,7 @@ def generate(seed: int, n_events: int, tables: Sequence[TableSpec] = DEFAULT_TAB
     for t in tables:
         if len(t.key) > 1:  # composite key: few values of the first column, many lines each
             first = t.column(t.key[0])
-            pools[f"{t.name}.{first.name}"] = [
-                _gen_bigint(rng, False) or "0" for _ in range(max(4, n_events // 12))
-            ]
+            pools[f"{t.name}.{first.name}"] = [_gen_bigint(rng, False) or "0" for _ in range(max(4, n_events // 12))]
     events: list[SourceEvent] = []
 
     def new_key(spec: TableSpec) -> Key:
@@ -432,9 +430,7 @@ def generate(seed: int, n_events: int, tables: Sequence[TableSpec] = DEFAULT_TAB
         row.update(zip(spec.key, key, strict=True))
         return row
 
-    def emit(
-        spec: TableSpec, op: str, before: Row | None, after: Row | None, pos: dict[str, Any], snap="false"
-    ):
+    def emit(spec: TableSpec, op: str, before: Row | None, after: Row | None, pos: dict[str, Any], snap="false"):
         events.append(SourceEvent(spec, op, before, after, snapshot=snap, **pos))
 
     # -- snapshot
@@ -536,9 +532,7 @@ def _json_row(spec: TableSpec, row: Row | None) -> dict[str, Any] | None:
     return {c.name: _json_value(c, row[c.name]) for c in spec.columns if c.name in row}
 
 
-def _struct_schema(
-    fields: Iterable[tuple[str, str, bool]], name: str | None, field_name: str | None, optional: bool
-):
+def _struct_schema(fields: Iterable[tuple[str, str, bool]], name: str | None, field_name: str | None, optional: bool):
     out: dict[str, Any] = {
         "type": "struct",
         "fields": [{"type": t, "optional": opt, "field": f} for f, t, opt in fields],
@@ -664,9 +658,7 @@ def render_debezium(event: SourceEvent, with_schema: bool, connector: str | None
 def render_key(event: SourceEvent, with_schema: bool) -> dict[str, Any]:
     """The Kafka message key Debezium writes for ``event`` (the primary key as a struct)."""
     spec = event.spec
-    payload = {
-        name: _json_value(spec.column(name), text) for name, text in zip(spec.key, event.key, strict=True)
-    }
+    payload = {name: _json_value(spec.column(name), text) for name, text in zip(spec.key, event.key, strict=True)}
     if not with_schema:
         return payload
     fields = [(name, CONNECT_TYPES[spec.column(name).type], False) for name in spec.key]
@@ -894,9 +886,7 @@ def reference_history(events_delivered: Iterable[SourceEvent]) -> dict[str, dict
     hist: dict[str, dict[Key, list[Version]]] = {}
     for ev in _in_source_order(events_delivered):
         row = _apply(state.setdefault(ev.table, {}), ev)
-        hist.setdefault(ev.table, {}).setdefault(ev.key, []).append(
-            Version(ev.position, ev.op_name, row, ev.op == "d")
-        )
+        hist.setdefault(ev.table, {}).setdefault(ev.key, []).append(Version(ev.position, ev.op_name, row, ev.op == "d"))
     return hist
 
 

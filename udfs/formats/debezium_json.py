@@ -133,7 +133,12 @@ class DebeziumJsonDecoder(Decoder):
         if not isinstance(source, dict):
             raise QuarantineError("source is not an object")
         op = OPS[raw_op]
-        if op == "insert" and str(source.get("snapshot")).lower() in ("true", "last", "first", "last_in_data_collection"):
+        if op == "insert" and str(source.get("snapshot")).lower() in (
+            "true",
+            "last",
+            "first",
+            "last_in_data_collection",
+        ):
             op = "snapshot"
 
         fields = _envelope_fields(schema)
@@ -220,4 +225,3 @@ def _envelope_fields(schema: Any) -> dict[str, Any]:
     if not isinstance(schema, dict):
         return {}
     return {f.get("field"): f for f in schema.get("fields") or [] if isinstance(f, dict)}
-
