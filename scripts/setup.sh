@@ -26,5 +26,16 @@ fi
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+# Install only when the pinned set changed since the last set-up (a stamp in .venv).
+stamp=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat .venv/.cdc-setup 2>/dev/null)" != "$stamp" ]; then
+    echo "setup: installing the pinned dependencies into .venv (log: .venv/pip-install.log)"
+    if ! .venv/bin/python -m pip install --disable-pip-version-check -c constraints.txt -e ".[dev]" \
+            > .venv/pip-install.log 2>&1; then
+        tail -n 30 .venv/pip-install.log >&2
+        echo "setup: pip install failed (full log: .venv/pip-install.log)" >&2
+        exit 1
+    fi
+    echo "$stamp" > .venv/.cdc-setup
+fi
 echo "setup: ready (.venv/bin/cdc)"

@@ -10,6 +10,9 @@ from typing import Any
 
 from udfs.config import Config
 
+#: Spark's driver logging for the ``cdc`` commands (quiet start-up, warnings kept).
+LOG4J2 = (Path(__file__).parent / "conf" / "log4j2.properties").as_uri()
+
 
 def build_session(config: Config | Path, master: str | None = None) -> Any:
     """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s)."""
@@ -24,16 +27,20 @@ def build_session(config: Config | Path, master: str | None = None) -> Any:
     if active is not None:
         register(active)
         return active
+    master = master or os.environ.get("CDC_SPARK_MASTER", "local[*]")
+    if master.startswith("local"):
+        # A local session serves nobody else: bind the driver to the loopback address.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     wh = config.warehouse if isinstance(config, Config) else Path(config)
     wh.mkdir(parents=True, exist_ok=True)
     builder = (
         SparkSession.builder.appName("cdc")
-        .master(master or os.environ.get("CDC_SPARK_MASTER", "local[*]"))
+        .master(master)
         .config("spark.sql.warehouse.dir", str(wh / "spark-warehouse"))
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true"
         )
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={wh}")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={wh} -Dlog4j2.configurationFile={LOG4J2}")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         .config("spark.sql.shuffle.partitions", os.environ.get("CDC_SHUFFLE_PARTITIONS", "8"))

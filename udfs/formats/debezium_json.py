@@ -18,6 +18,8 @@ Decisions:
   (the order then falls back to the Kafka offset and the file order).
 * a flattened row without envelope (ExtractNewRecordState) is an upsert (``update``)
   of the table named by the feed option ``table``.
+* Kafka key values are decoded like image values (by the key's schema, else the image
+  field of the same name), so a delete's key matches the key its insert had.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from typing import Any, ClassVar
 
 from udfs.contract import Change, Decoder, QuarantineError, Record, SkipRecord, canonical_text, loads_exact, seq_of
+from udfs.formats import connect_types
 
 UNAVAILABLE = "__debezium_unavailable_value"
 
@@ -84,16 +87,29 @@ def ts_us(obj: dict[str, Any]) -> int | None:
     return None
 
 
-def parse_kafka_key(text: str | None) -> dict[str, str | None] | None:
-    """Key columns from a Kafka key in JSON (with or without ``schema``)."""
+def parse_kafka_key(text: str | None, image_fields: dict[str, Any] | None = None) -> dict[str, str | None] | None:
+    """Key columns from a Kafka key in JSON (with or without ``schema``).
+
+    Key values are decoded like the image values (a ``Decimal`` key is base64 on the
+    wire): by the key's own schema, else by the image's field schema of the same name,
+    so the key of a delete matches the key its insert got from the after image.
+    """
     if text is None or text == "null":
         return None
     key = loads_exact(text)
+    fields: dict[str, Any] = dict(image_fields or {})
     if isinstance(key, dict) and "payload" in key and set(key) <= {"schema", "payload"}:
+        fields.update(connect_types.field_schemas(key.get("schema")))
         key = key["payload"]
     if not isinstance(key, dict):
         return None  # a scalar key does not name its column: use the configured key
-    return {k: canonical_text(v) for k, v in key.items()}
+    out: dict[str, str | None] = {}
+    for col, raw in key.items():
+        try:
+            out[col], _ = connect_types.decode_value(raw, fields.get(col), col)
+        except QuarantineError as exc:
+            raise QuarantineError(f"Kafka key: {exc}") from None
+    return out
 
 
 class DebeziumJsonDecoder(Decoder):
@@ -123,7 +139,7 @@ class DebeziumJsonDecoder(Decoder):
 
     def _change(self, payload: dict[str, Any], schema: Any, record: Record) -> Change:
         if "op" not in payload and not (set(payload) & {"before", "after", "source"}):
-            return self._unwrapped(payload, record)
+            return self._unwrapped(payload, schema, record)
         raw_op = payload.get("op")
         if raw_op == "m":
             raise SkipRecord("message")
@@ -137,6 +153,7 @@ class DebeziumJsonDecoder(Decoder):
             "true",
             "last",
             "first",
+            "first_in_data_collection",
             "last_in_data_collection",
         ):
             op = "snapshot"
@@ -147,7 +164,11 @@ class DebeziumJsonDecoder(Decoder):
         table = source.get("table") or source.get("collection") or self.options.get("table")
         if not table and op != "truncate":
             raise QuarantineError("no table name: source.table is missing and the feed sets no table")
-        key = parse_kafka_key(record.kafka_key)
+        image_fields = {
+            **connect_types.field_schemas(fields.get("before")),
+            **connect_types.field_schemas(fields.get("after")),
+        }
+        key = parse_kafka_key(record.kafka_key, image_fields)
         if op == "delete" and before is None and after is None and key is None:
             raise QuarantineError("delete without key: before and after are null and there is no Kafka key")
         extras = {
@@ -192,8 +213,6 @@ class DebeziumJsonDecoder(Decoder):
             return None, None, {}
         if not isinstance(image, dict):
             raise QuarantineError(f"{name} is not an object")
-        from udfs.formats import connect_types
-
         fields = connect_types.field_schemas(struct_schema) if isinstance(struct_schema, dict) else {}
         values: dict[str, str | None] = {}
         provided: list[str] = []
@@ -212,12 +231,14 @@ class DebeziumJsonDecoder(Decoder):
                 types[col] = logical
         return values, provided, types
 
-    def _unwrapped(self, row: dict[str, Any], record: Record) -> Change:
+    def _unwrapped(self, row: dict[str, Any], schema: Any, record: Record) -> Change:
         table = self.options.get("table")
         if not table:
             raise QuarantineError("flattened row without envelope: set the feed option `table`")
-        after = {k: canonical_text(v) for k, v in row.items()}
-        return Change(op="update", source_table=table, key=parse_kafka_key(record.kafka_key), after=after)
+        # the envelope schema, when present, is the row's own struct schema
+        after, after_cols, types = self._image(row, schema, "after")
+        key = parse_kafka_key(record.kafka_key, connect_types.field_schemas(schema))
+        return Change(op="update", source_table=table, key=key, after=after, after_cols=after_cols, col_types=types)
 
 
 def _envelope_fields(schema: Any) -> dict[str, Any]:
