@@ -1,10 +1,15 @@
-"""The ``cdc`` command: ``run``, ``export``, ``sql``."""
+"""The ``cdc`` command: ``run``, ``serve``, ``export``, ``sql``, ``quarantine``.
+
+Exit status: 0 success, 1 the work failed (dbt, a query), 2 a configuration or usage
+error, 3 the warehouse is in use by another process.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -18,11 +23,17 @@ def _parser() -> argparse.ArgumentParser:
     run = with_config(sub.add_parser("run", help="process new landing files: decode, changelog, state, history, marts"))
     run.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--print-tables", action="store_true", help="print every mart's rows after the run")
+    srv = with_config(sub.add_parser("serve", help="Spark session + Thrift server (JDBC/ODBC) on the warehouse"))
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=10000, help="port to listen on (default 10000)")
+    srv.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     exp = with_config(sub.add_parser("export", help="print the current rows of TABLE as JSON lines"))
     exp.add_argument("table")
     exp.add_argument("--with-metadata", action="store_true", help="include the _cdc_* metadata columns")
     sql = with_config(sub.add_parser("sql", help="run Spark SQL statements and print rows as JSON lines"))
     sql.add_argument("query", nargs="+", help="one or more statements; with several, each result starts with '-- N'")
+    qua = with_config(sub.add_parser("quarantine", help="list quarantined records as JSON lines"))
+    qua.add_argument("--since", default=None, metavar="RUN", help="only records of this run id and later runs")
     return p
 
 
@@ -36,6 +47,50 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cdc: configuration error: {exc}", file=sys.stderr)
         return 2
 
+    from udfs.warehouse_lock import WarehouseBusyError, hold
+
+    if args.command == "serve":
+        from udfs.serve import ServeRefusedError, serve
+
+        try:
+            return serve(config, host=args.host, port=args.port, master=args.master)
+        except ServeRefusedError as exc:
+            print(f"cdc serve: {exc}", file=sys.stderr)
+            return 2
+        except WarehouseBusyError as exc:
+            print(f"cdc serve: {exc}; stop it first", file=sys.stderr)
+            return 3
+
+    try:
+        with hold(config.warehouse, args.command):
+            return _embedded(args, config)
+    except WarehouseBusyError as busy:
+        if args.command == "run" and busy.holder.get("role") == "serve":
+            return _run_through_server(config, busy.holder)
+        hint = ""
+        if busy.holder.get("role") == "serve":
+            hint = f"; query it there: beeline -u jdbc:hive2://{busy.holder.get('host')}:{busy.holder.get('port')}"
+        print(f"cdc {args.command}: {busy}{hint}", file=sys.stderr)
+        return 3
+
+
+def _run_through_server(config: Any, holder: dict[str, Any]) -> int:
+    from udfs.pipeline import PipelineError, run_pipeline_thrift
+
+    host, port = str(holder.get("host")), int(holder.get("port", 10000))
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    print(f"cdc run: the warehouse is served by `cdc serve` on {host}:{port}; running through it", file=sys.stderr)
+    try:
+        summary = run_pipeline_thrift(config, host, port)
+    except PipelineError as exc:
+        print(f"cdc run failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"cdc run {summary.run_id}: {summary}")
+    return 0
+
+
+def _embedded(args: argparse.Namespace, config: Any) -> int:
     from udfs.session import build_session
 
     if args.command == "run":
@@ -49,39 +104,45 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"cdc run {summary.run_id}: {summary}")
         if args.print_tables:
-            from udfs.export import export_lines
+            from udfs.export import export_lines, mart_view_name
 
             for table in sorted(config.tables):
-                print(f"-- {config.marts_schema}.{table.replace('.', '__')}")
+                print(f"-- {config.marts_schema}.{mart_view_name(table)}")
                 for line in export_lines(spark, config, table):
                     print(line)
         return 0
 
     spark = build_session(config)
-    if args.command == "export":
-        from udfs.export import export_lines
+    from udfs.export import export_lines, rows_as_json
 
-        try:
+    try:
+        if args.command == "export":
             for line in export_lines(spark, config, args.table, args.with_metadata):
                 print(line)
-        except Exception as exc:  # noqa: BLE001 - AnalysisException etc.: one clear line
-            print(f"cdc export: cannot read table {args.table!r}: {str(exc).splitlines()[0]}", file=sys.stderr)
-            return 1
-        return 0
-    if args.command == "sql":
-        from udfs.export import rows_as_json
-
-        try:
+        elif args.command == "sql":
             for n, query in enumerate(args.query, start=1):
                 if len(args.query) > 1:
                     print(f"-- {n}")
                 for line in rows_as_json(spark, spark.sql(query)):
                     print(line)
-        except Exception as exc:  # noqa: BLE001
-            print(f"cdc sql: {str(exc).splitlines()[0]}", file=sys.stderr)
-            return 1
-        return 0
-    return 2
+        elif args.command == "quarantine":
+            for line in rows_as_json(spark, spark.sql(_quarantine_query(config.schema, args.since))):
+                print(line)
+    except Exception as exc:  # noqa: BLE001 - AnalysisException etc.: one clear line
+        print(f"cdc {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _quarantine_query(schema: str, since: str | None) -> str:
+    q = f"select * from `{schema}`.quarantine"
+    if since:
+        literal = "'" + since.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        q += (
+            f" where quarantined_at >= (select min(quarantined_at) from `{schema}`.quarantine where run_id = {literal})"
+            f" or quarantined_at >= (select min(processed_at) from `{schema}`.audit_files where run_id = {literal})"
+        )
+    return q + " order by quarantined_at, source_file, record_index"
 
 
 if __name__ == "__main__":

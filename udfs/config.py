@@ -15,7 +15,7 @@ import yaml
 
 from udfs.framing import FRAMINGS
 
-TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets"}
+TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets", "spark"}
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
 TABLE_KEYS = {"key", "columns"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -61,6 +61,9 @@ class Config:
     feeds: list[Feed]
     tables: dict[str, TableConfig]  #: by table_id
     buckets: int = 16
+    #: extra Spark / Hive settings of the session (``spark:`` in cdc.yml), e.g. the
+    #: Thrift server's ``hive.server2.authentication`` settings
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -69,12 +72,20 @@ class Config:
         return t
 
     def decoder_options(self, feed: Feed) -> dict[str, Any]:
-        """What the decode UDF needs to know about a feed, as one JSON-able dict."""
+        """What the decode UDF needs to know about a feed, as one JSON-able dict.
+
+        ``column_order`` repeats the names of ``columns`` as a list: the options travel as
+        JSON with sorted keys (``udfs.pipeline.dbt_vars``), which reorders the ``columns``
+        mapping, and a CSV feed without a header row needs the configured order.
+        """
         return {
             "format": feed.format,
             "framing": feed.framing,
             "options": feed.options,
-            "tables": {t.table_id: {"key": t.key, "columns": t.columns, "name": t.name} for t in self.tables.values()},
+            "tables": {
+                t.table_id: {"key": t.key, "columns": t.columns, "column_order": list(t.columns), "name": t.name}
+                for t in self.tables.values()
+            },
         }
 
 
@@ -167,7 +178,11 @@ def load_config(path: str | Path) -> Config:
         )
         if not key and not any(FORMATS[fd.format].carries_key(fd.framing) for fd in feeds):
             raise ConfigError(f"{where} has no key: the events of its feeds do not carry one, so set tables.{name}.key")
-    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets)
+    spark_conf = raw.get("spark") or {}
+    if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
+        raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
+    spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
+    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf)
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

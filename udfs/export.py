@@ -9,6 +9,7 @@ ints, whatever their size); floats keep Spark's shortest text (float32 ``3.14`` 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ def _json_ready_columns(df: Any) -> list[str]:
         q = "`" + f.name.replace("`", "``") + "`"
         t = f.dataType
         if isinstance(t, T.DecimalType):
-            e = f"cast({q} as string)"
+            # rendered in Python (see rows_as_json): Spark's cast to string writes
+            # scientific notation ("0E-10") when ANSI mode is off, as dbt-spark sets it
+            e = q
         elif isinstance(t, (T.TimestampType, T.TimestampNTZType)):
             e = f'date_format({q}, "{TS_FORMAT}")'
         elif isinstance(t, T.DateType):
@@ -50,6 +53,7 @@ def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
     from pyspark.sql import types as T  # noqa: N812 - the PySpark convention
 
     floats = {f.name for f in df.schema.fields if isinstance(f.dataType, (T.FloatType, T.DoubleType))}
+    decimals = {f.name for f in df.schema.fields if isinstance(f.dataType, T.DecimalType)}
     view = "_cdc_export_rows"
     df.createOrReplaceTempView(view)
     rendered = spark.sql(f"select {', '.join(_json_ready_columns(df))} from {view}")
@@ -62,18 +66,23 @@ def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
                     text = json.dumps(value)
                 else:
                     text = value
+            elif name in decimals and value is not None:
+                # decimal.Decimal, plain notation with every digit of its scale
+                text = json.dumps(format(value, "f"))
             else:
                 text = json.dumps(value, ensure_ascii=False)
             parts.append(f"{json.dumps(name, ensure_ascii=False)}: {text}")
         yield "{" + ", ".join(parts) + "}"
 
 
+def mart_view_name(table_id: str) -> str:
+    """The mart view of a table id (the rule of the ``cdc_mart_view_name`` macro)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", table_id.replace(".", "__"))
+
+
 def mart_query(config: Config, table: str, with_metadata: bool = False, spark: Any = None) -> str:
-    table_id = table.lower()
-    if table_id not in config.tables:
-        # an unconfigured table that the events named: its view exists if it has rows
-        table_id = table_id
-    view = table_id.replace(".", "__")
+    # a configured table, or one the events named without configuration
+    view = mart_view_name(table.lower())
     q = f"`{config.marts_schema}`.`{view.replace('`', '``')}`"
     if with_metadata:
         return f"select * from {q} order by _cdc_key"

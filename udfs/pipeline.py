@@ -27,16 +27,21 @@ class RunSummary:
     skipped: int
     tables: list[str]
     run_id: str
+    #: processed landing files found changed (not read again; see audit_changed_files)
+    changed_files: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def __str__(self) -> str:
         tables = ", ".join(self.tables) or "none"
-        return (
+        text = (
             f"files {self.files}, records {self.records}, changes {self.changes}, "
             f"quarantined {self.quarantined}, skipped {self.skipped}; tables touched: {tables}"
         )
+        if self.changed_files:
+            text += f"; WARNING: {self.changed_files} processed landing file(s) changed (see audit_changed_files)"
+        return text
 
 
 def dbt_vars(config: Config, golden: bool = False) -> dict[str, Any]:
@@ -133,7 +138,8 @@ def _failure_message(result: Any) -> str:
 def run_pipeline(
     config_path: str | Path | Config, spark: Any = None, golden: bool = False, master: str | None = None
 ) -> RunSummary:
-    """Run the pipeline once over the configuration's landing folders."""
+    """Run the pipeline once over the configuration's landing folders (embedded Spark)."""
+    from udfs.serve import publish_settings
     from udfs.session import build_session
 
     config = config_path if isinstance(config_path, Config) else load_config(config_path)
@@ -143,10 +149,21 @@ def run_pipeline(
         from udfs.spark_udfs import register
 
         register(spark)
-    spark.sql(f"create database if not exists `{config.schema}`")
+    publish_settings(spark, config)
     result = run_dbt(config, "build", golden=golden)
     run_id = _invocation_id(result)
-    return summarize(spark, config, run_id)
+    return summarize(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, run_id)
+
+
+def run_pipeline_thrift(config: Config, host: str, port: int) -> RunSummary:
+    """Run the pipeline through a running ``cdc serve`` (dbt's ``thrift`` target)."""
+    from udfs.serve import thrift_fetch
+
+    os.environ["CDC_THRIFT_HOST"] = host
+    os.environ["CDC_THRIFT_PORT"] = str(port)
+    result = run_dbt(config, "build", target="thrift")
+    run_id = _invocation_id(result)
+    return summarize(lambda sql: thrift_fetch(host, port, sql), config, run_id)
 
 
 def _invocation_id(result: Any) -> str:
@@ -156,12 +173,18 @@ def _invocation_id(result: Any) -> str:
     return get_invocation_id()
 
 
-def summarize(spark: Any, config: Config, run_id: str) -> RunSummary:
+def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
+    """The run's totals from the audit tables; ``fetch(sql)`` returns rows as tuples."""
     s = config.schema
-    row = spark.sql(
-        f"select count(*) f, coalesce(sum(records_read),0) r, coalesce(sum(changes_emitted),0) c, "
-        f"coalesce(sum(quarantined),0) q, coalesce(sum(skipped),0) k from `{s}`.audit_files where run_id = '{run_id}'"
-    ).collect()[0]
-    tables = spark.sql(f"select tables_touched from `{s}`.merge_log where run_id = '{run_id}'").collect()
-    touched = sorted(tables[0][0]) if tables and tables[0][0] else []
-    return RunSummary(int(row.f), int(row.r), int(row.c), int(row.q), int(row.k), touched, run_id)
+    f, r, c, q, k = fetch(
+        f"select count(*), coalesce(sum(records_read), 0), coalesce(sum(changes_emitted), 0), "
+        f"coalesce(sum(quarantined), 0), coalesce(sum(skipped), 0) from `{s}`.audit_files where run_id = '{run_id}'"
+    )[0]
+    tables = fetch(f"select tables_touched from `{s}`.merge_log where run_id = '{run_id}'")
+    touched = tables[0][0] if tables and tables[0][0] else []
+    if isinstance(touched, str):  # PyHive returns arrays as JSON text
+        import json as _json
+
+        touched = _json.loads(touched)
+    changed = fetch(f"select count(*) from `{s}`.audit_changed_files where run_id = '{run_id}'")[0][0]
+    return RunSummary(int(f), int(r), int(c), int(q), int(k), sorted(touched), run_id, int(changed))

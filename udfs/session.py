@@ -14,8 +14,13 @@ from udfs.config import Config
 LOG4J2 = (Path(__file__).parent / "conf" / "log4j2.properties").as_uri()
 
 
-def build_session(config: Config | Path, master: str | None = None) -> Any:
-    """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s)."""
+def build_session(config: Config | Path, master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
+    """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s).
+
+    ``spark:`` settings of the configuration and ``extra_conf`` are applied last. With a
+    master that is not local, the ``udfs`` package is shipped to the executors with the
+    job (``addPyFile``), so they need only pyspark's own dependencies.
+    """
     # Executors must run the same interpreter as the driver (pandas, pyarrow).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -49,7 +54,26 @@ def build_session(config: Config | Path, master: str | None = None) -> Any:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
         .enableHiveSupport()
     )
+    conf = dict(config.spark_conf) if isinstance(config, Config) else {}
+    conf.update(extra_conf or {})
+    for name, value in conf.items():
+        builder = builder.config(name, value)
     spark = builder.getOrCreate()
+    if not master.startswith("local"):
+        spark.sparkContext.addPyFile(str(package_zip(wh)))
     spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
     register(spark)
     return spark
+
+
+def package_zip(where: Path) -> Path:
+    """A zip of the ``udfs`` package (sources only) for the executors of a cluster."""
+    import zipfile
+
+    package = Path(__file__).resolve().parent
+    target = where / "udfs.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zf.write(path, Path("udfs") / path.relative_to(package))
+    return target

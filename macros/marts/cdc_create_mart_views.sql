@@ -2,7 +2,8 @@
     (Re)create one typed view per source table in the marts schema, named after the
     table (`inventory.orders` -> `inventory__orders`), from the rows of the
     `mart_columns` model. Each view holds the live rows of the state, the table's
-    own columns typed, and the `_cdc_*` metadata columns.
+    own columns typed (a binary column also as `<column>__text`, its bytes as UTF-8
+    text where they are valid UTF-8, else NULL), and the `_cdc_*` metadata columns.
 
     Arguments:
         columns_relation: the mart_columns relation (the post-hook passes `this`).
@@ -31,6 +32,12 @@
             {% do projections.append(
                 cdc_typed_value('row[' ~ cdc_string_literal(column[0]) ~ ']', column[1])
                 ~ ' as ' ~ cdc_quote_identifier(column[0])) %}
+            {% if column[1] | lower | trim == 'binary' %}
+                {# raw bytes (HBase cells, bytes columns) also as text where they are valid UTF-8 #}
+                {% do projections.append(
+                    'try_validate_utf8(cast(' ~ cdc_typed_value('row[' ~ cdc_string_literal(column[0]) ~ ']', 'binary')
+                    ~ ' as string)) as ' ~ cdc_quote_identifier(column[0] ~ '__text')) %}
+            {% endif %}
         {% endfor %}
         {% set sql %}
             create or replace view {{ marts }}.{{ cdc_quote_identifier(view['name']) }} as

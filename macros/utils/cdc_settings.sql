@@ -3,15 +3,26 @@
     (feeds with their decoder options, tables with keys and column types, schemas,
     bucket count). Models read settings only through this macro.
 
-    Returns: dict with keys feeds, tables, schema, marts_schema, buckets.
+    Without the variable (a plain `dbt run --target thrift` against `cdc serve`), the
+    settings come from the table `<target schema>.cdc_settings`, which `cdc serve` and
+    `cdc run` publish from the same cdc.yml.
+
+    Returns: dict with keys feeds, tables, schema, marts_schema, buckets, golden.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
+    {% if not settings and execute %}
+        {% set published = adapter.get_relation(database=none, schema=target.schema, identifier='cdc_settings') %}
+        {% if published is not none %}
+            {% set settings = fromjson(run_query('select settings from ' ~ published).columns[0].values()[0]) %}
+        {% endif %}
+    {% endif %}
     {% do return({
         'feeds': settings.get('feeds', []),
         'tables': settings.get('tables', {}),
         'schema': settings.get('schema', target.schema),
         'marts_schema': settings.get('marts_schema', 'marts'),
         'buckets': settings.get('buckets', 16),
+        'golden': settings.get('golden', false),
     }) %}
 {% endmacro %}

@@ -63,7 +63,7 @@ all_columns as (
 final as (
     select
         all_columns.table_id,
-        replace(all_columns.table_id, '.', '__') as mart_view,
+        {{ cdc_mart_view_name('all_columns.table_id') }} as mart_view,
         all_columns.column_name,
         coalesce(configured.spark_type, declared.logical_type, 'string') as spark_type,
         configured.ordinal

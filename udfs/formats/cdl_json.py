@@ -147,6 +147,12 @@ class CdlJsonDecoder(Decoder):
         if self._lsn_format not in ("auto", "hex"):
             raise ValueError(f"cdl_json: lsn_format must be auto or hex, not {self._lsn_format!r}")
 
+    @classmethod
+    def carries_key(cls, framing: str) -> bool:
+        """Every CDL message names its primary key (``unique``), whatever the framing,
+        so a configured CDL table needs no ``key:``."""
+        return True
+
     # ------------------------------------------------------------------ entry point
 
     def decode(self, record: Record) -> list[Change]:

@@ -93,6 +93,19 @@ def test_decoder_identity() -> None:
     assert CdlJsonDecoder.framings == ("lines", "kcat", "documents")
 
 
+def test_carries_key_in_every_framing(tmp_path) -> None:
+    # `unique` names the key in every message: a configured CDL table needs no `key:`
+    # (the config check used to demand one for the lines and documents framings)
+    from udfs.config import load_config
+
+    assert all(CdlJsonDecoder.carries_key(framing) for framing in CdlJsonDecoder.framings)
+    (tmp_path / "landing").mkdir()
+    (tmp_path / "cdc.yml").write_text(
+        "feeds: [{name: cdl, format: cdl_json, path: landing}]\ntables: {public.ct_pg2hudi: {}}\n"
+    )
+    assert load_config(tmp_path / "cdc.yml").tables["public.ct_pg2hudi"].key == []
+
+
 def test_spec_v1_insert() -> None:
     assert decode(SPEC_V1_INSERT) == [
         Change(

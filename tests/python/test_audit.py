@@ -1,0 +1,80 @@
+"""Accounting: every record read is a change-producing record, a quarantined one or a
+skipped one (by reason), per file and per run; processed landing files that change
+afterwards are reported once and not read again."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import yaml
+
+from udfs.cli import _quarantine_query
+from udfs.pipeline import run_pipeline
+
+GOOD = (
+    '{"before":null,"after":{"id":%d,"name":"n%d"},"source":{"connector":"postgresql","db":"d","schema":"s",'
+    '"table":"items","lsn":%d},"op":"c"}'
+)
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_accounting_per_file_and_run_and_changed_files(spark, make_config, tmp_path):
+    config = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
+    schema = yaml.safe_load(config.read_text())["schema"]
+    landing = tmp_path / "landing" / "f"
+    _write(landing / "a.jsonl", [GOOD % (1, 1, 10), "not json", GOOD % (2, 2, 20), "null"])
+    _write(
+        landing / "b.jsonl",
+        [GOOD % (3, 3, 30), '{"op": "m", "source": {"connector": "postgresql"}, "message": {"prefix": "x"}}'],
+    )
+
+    first = run_pipeline(config, spark=spark)
+    assert (first.files, first.records, first.changes, first.quarantined, first.skipped) == (2, 6, 3, 1, 2)
+    audit = {
+        os.path.basename(r.source_file): r
+        for r in spark.sql(f"select * from {schema}.audit_files where run_id = '{first.run_id}'").collect()
+    }
+    a, b = audit["a.jsonl"], audit["b.jsonl"]
+    assert (a.records_read, a.change_records, a.quarantined, a.skipped) == (4, 2, 1, 1)
+    assert a.skipped_by_reason == {"tombstone": 1}
+    assert (b.records_read, b.change_records, b.quarantined, b.skipped) == (2, 1, 0, 1)
+    assert b.skipped_by_reason == {"message": 1}
+    for r in (a, b):
+        assert r.records_read == r.change_records + r.quarantined + r.skipped
+
+    run = spark.sql(f"select * from {schema}.audit_runs where run_id = '{first.run_id}'").collect()
+    assert len(run) == 1
+    assert (run[0].files, run[0].records_read, run[0].changes_emitted, run[0].quarantined, run[0].skipped) == (
+        2,
+        6,
+        3,
+        1,
+        2,
+    )
+    assert run[0].merged and run[0].tables_touched == ["items"]
+
+    q = spark.sql(_quarantine_query(schema, first.run_id)).collect()
+    assert [(os.path.basename(r.source_file), r.record_index, r.raw_record) for r in q] == [("a.jsonl", 1, "not json")]
+    assert q[0].reason.startswith("not JSON")
+
+    # a processed file changes (same path, more bytes, later mtime): reported, not re-read
+    time.sleep(0.01)
+    _write(landing / "a.jsonl", [GOOD % (1, 1, 10), "not json", GOOD % (2, 2, 20), "null", GOOD % (9, 9, 90)])
+    second = run_pipeline(config, spark=spark)
+    assert (second.files, second.records, second.changed_files) == (0, 0, 1)
+    assert "1 processed landing file(s) changed" in str(second)
+    changed = spark.sql(f"select * from {schema}.audit_changed_files").collect()
+    assert len(changed) == 1
+    assert changed[0].processed_size < changed[0].current_size and changed[0].processed_run_id == first.run_id
+    assert spark.sql(f"select count(*) from {schema}.changelog").collect()[0][0] == 3
+
+    # reported once
+    third = run_pipeline(config, spark=spark)
+    assert third.changed_files == 0
+    assert spark.sql(f"select count(*) from {schema}.audit_changed_files").collect()[0][0] == 1
+    runs = spark.sql(f"select run_id, files from {schema}.audit_runs").collect()
+    assert sorted(r.files for r in runs) == [0, 0, 2]

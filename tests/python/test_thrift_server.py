@@ -1,0 +1,339 @@
+"""SQL analysts: ``cdc serve`` (Spark Thrift server in the session), ``dbt run --target
+thrift`` from another process, PyHive and beeline clients, ``cdc run`` through a
+running server, the safe defaults, and ``cdc run`` on a Spark standalone cluster whose
+executors do not have the project installed.
+
+Every process here is real: the server, dbt, beeline (shipped with pyspark), the
+standalone master and worker (pyspark's ``spark-class``), all on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+CDC = [sys.executable, "-m", "udfs.cli"]
+ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+
+#: The mart rows as exact text, the same query through every client.
+MART_SQL = (
+    "select cast(id as string) as id, name, cast(balance as string) as balance, "
+    "date_format(updated_at, \"yyyy-MM-dd'T'HH:mm:ss.SSSSSS\") as updated_at from marts.customers"
+)
+NEW_EVENT = (
+    '{"before":null,"after":{"id":7,"name":"Grace Hopper","balance":"AQ==","updated_at":1700000000000007},'
+    '"source":{"connector":"postgresql","db":"shop","schema":"public","table":"customers","lsn":5000,'
+    '"ts_ms":1700000000200},"op":"c","ts_ms":1700000000201}\n'
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def example_copy(root: Path, name: str) -> Path:
+    dest = root / name
+    shutil.copytree(REPO / "examples" / "shop", dest, ignore=shutil.ignore_patterns(".cdc"))
+    return dest
+
+
+def cdc(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        CDC + args, cwd=cwd, env={**ENV, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def embedded_rows(work: Path) -> list[dict]:
+    p = cdc(["sql", MART_SQL], work)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return sorted((json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")), key=lambda r: r["id"])
+
+
+def pyhive_rows(port: int, sql: str = MART_SQL) -> list[dict]:
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        names = [d[0].split(".")[-1] for d in cur.description]
+        return sorted((dict(zip(names, row, strict=True)) for row in cur.fetchall()), key=lambda r: r["id"])
+    finally:
+        conn.close()
+
+
+def beeline(port: int, sql: str) -> list[str]:
+    p = subprocess.run(
+        [
+            str(BIN / "beeline"),
+            "-u",
+            f"jdbc:hive2://127.0.0.1:{port}/cdc",
+            "--silent=true",
+            "--outputformat=csv2",
+            "-e",
+            sql,
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    # beeline prints its prompt before the first line of output
+    lines = [re.sub(r"^\d+: jdbc:hive2://\S+> ?", "", line) for line in p.stdout.splitlines()]
+    return [line for line in lines if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """The mart rows of an embedded ``cdc run`` on the example."""
+    work = example_copy(tmp_path_factory.mktemp("embedded"), "shop")
+    p = cdc(["run"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = embedded_rows(work)
+    assert len(rows) == 3
+    return rows
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A ``cdc serve`` on a free port over a fresh copy of the example (nothing run yet)."""
+    work = example_copy(tmp_path_factory.mktemp("served"), "shop")
+    port = free_port()
+    log = (work / "serve.log").open("w")
+    proc = subprocess.Popen(
+        CDC + ["serve", "--port", str(port)],
+        cwd=work,
+        env=ENV,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 300
+    while "JDBC URL" not in (work / "serve.log").read_text():
+        assert proc.poll() is None, (work / "serve.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "cdc serve did not start"
+        time.sleep(1)
+    yield work, port, proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    log.close()
+
+
+def test_dbt_over_thrift_equals_embedded_run_for_pyhive_and_beeline(server, embedded, tmp_path):
+    work, port, _ = server
+    out = (work / "serve.log").read_text()
+    assert f"jdbc:hive2://127.0.0.1:{port}/cdc" in out and "beeline -u" in out
+
+    # a plain `dbt run --target thrift` from another process: settings come from the server
+    p = subprocess.run(
+        [
+            str(BIN / "dbt"),
+            "run",
+            "--target",
+            "thrift",
+            "--profiles-dir",
+            "profiles",
+            "--target-path",
+            str(tmp_path / "target"),
+            "--log-path",
+            str(tmp_path / "logs"),
+        ],
+        cwd=REPO,
+        env={**ENV, "CDC_THRIFT_PORT": str(port)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stdout[-4000:]
+
+    assert pyhive_rows(port) == embedded
+    # newlines and unicode survive the Thrift protocol
+    assert any(r["name"] == "Zoë 🚀\nnewline" for r in pyhive_rows(port))
+
+    counts = beeline(port, "select count(*) as n, sum(id) as s from marts.customers")
+    assert counts == ["n,s", f"{len(embedded)},{sum(int(r['id']) for r in embedded)}"]
+    # a package UDF over JDBC
+    udf = beeline(
+        port,
+        "select oc.insert_count, oc.update_count from (select arcion_operationcount("
+        '\'{"insertCount":3,"updateCount":12,"deleteCount":0,"replaceCount":0}\') as oc) t',
+    )
+    assert udf == ["insert_count,update_count", "3,12"]
+    # the changelog, the history, the quarantine and the audit are there for analysts
+    tables = {r["tableName"] for r in pyhive_rows_any(port, "show tables in cdc")}
+    assert {"changelog", "history", "state", "quarantine", "audit_files"} <= tables
+
+
+def pyhive_rows_any(port: int, sql: str) -> list[dict]:
+    from pyhive import hive
+
+    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        names = [d[0].split(".")[-1] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def test_cdc_run_goes_through_the_running_server(server):
+    work, port, _ = server
+    (work / "landing" / "shop_pg" / "customers-0003.jsonl").write_text(NEW_EVENT)
+    p = cdc(["run"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "running through it" in p.stderr
+    assert "files 1, records 1, changes 1, quarantined 0" in p.stdout
+    ids = [r["id"] for r in pyhive_rows(port)]
+    assert "7" in ids
+
+
+def test_locked_warehouse_gives_a_clear_message(server):
+    work, port, _ = server
+    for args in (["sql", "select 1"], ["export", "customers"], ["serve", "--port", str(free_port())]):
+        p = cdc(args, work, timeout=120)
+        assert p.returncode == 3, (args, p.stderr)
+        assert "is in use by `cdc serve`" in p.stderr and f"127.0.0.1:{port}" in p.stderr, p.stderr
+        assert "Derby" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_sigterm_stops_the_server_and_frees_the_warehouse(server):
+    work, port, proc = server
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 0
+    assert "cdc serve: stopping" in (work / "serve.log").read_text()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    p = cdc(["sql", "select count(*) as n from marts.customers"], work)
+    assert p.returncode == 0 and '{"n": 4}' in p.stdout, p.stderr[-2000:]
+
+
+def test_refuses_a_non_loopback_address_without_authentication(tmp_path):
+    work = example_copy(tmp_path, "open")
+    p = cdc(["serve", "--host", "0.0.0.0", "--port", str(free_port())], work, timeout=60)
+    assert p.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without authentication" in p.stderr
+    assert "hive.server2.authentication: LDAP" in p.stderr
+    assert not (work / ".cdc").exists(), "nothing is started before the refusal"
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def _executor_python(root: Path) -> Path:
+    """A Python whose environment has pyspark's dependencies but not this project.
+
+    A new virtual environment whose ``.pth`` adds the project venv's site-packages as a
+    plain path: pandas, pyarrow, pyspark import; the project's editable-install hook
+    (itself a ``.pth`` there) is not processed, so ``import udfs`` fails.
+    """
+    venv = root / "executor-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(
+        subprocess.check_output(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    (site / "project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv / "bin" / "python"
+
+
+def test_cdc_run_on_a_standalone_cluster_without_the_project_on_executors(tmp_path, embedded):
+    exec_python = _executor_python(tmp_path)
+    check = subprocess.run(
+        [str(exec_python), "-c", "import pandas, pyarrow, pyspark; import udfs"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert "No module named 'udfs'" in check.stderr, "the executor environment must lack the project"
+
+    spark_class = str(BIN / "spark-class")
+    master_port, worker_port = free_port(), free_port()
+    env = {
+        **ENV,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": str(exec_python),
+        "SPARK_WORKER_DIR": str(tmp_path / "work"),
+        "SPARK_LOG_DIR": str(tmp_path / "logs"),
+    }
+    logs = (tmp_path / "master.log").open("w"), (tmp_path / "worker.log").open("w")
+    master = subprocess.Popen(
+        [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(master_port),
+            "--webui-port",
+            str(free_port()),
+        ],
+        env=env,
+        stdout=logs[0],
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    worker = subprocess.Popen(
+        [
+            spark_class,
+            "org.apache.spark.deploy.worker.Worker",
+            f"spark://127.0.0.1:{master_port}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(worker_port),
+            "--webui-port",
+            str(free_port()),
+            "--cores",
+            "2",
+            "--memory",
+            "2g",
+        ],
+        env=env,
+        stdout=logs[1],
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while "Successfully registered with master" not in (tmp_path / "worker.log").read_text():
+            assert worker.poll() is None and master.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-3000:]
+            time.sleep(1)
+        work = example_copy(tmp_path, "cluster")
+        p = cdc(
+            ["run", "--master", f"spark://127.0.0.1:{master_port}"],
+            work,
+            env={"PYSPARK_PYTHON": str(exec_python)},
+            timeout=900,
+        )
+        assert p.returncode == 0, p.stderr[-4000:]
+        assert "files 2, records 6, changes 6, quarantined 0" in p.stdout
+        # the decoding really ran on the executors, in the environment without the project
+        executor_logs = " ".join(f.read_text(errors="replace") for f in (tmp_path / "work").rglob("stderr"))
+        assert "udfs.zip" in executor_logs or list((tmp_path / "work").rglob("udfs.zip")), "no executor used the zip"
+    finally:
+        for proc in (worker, master):
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+        for log in logs:
+            log.close()
+    assert embedded_rows(work) == embedded

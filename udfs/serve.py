@@ -1,0 +1,136 @@
+"""``cdc serve``: the warehouse's Spark session and the Spark Thrift server in one process.
+
+The Thrift server (HiveThriftServer2) runs inside the session that registered the
+package's UDFs, with ``spark.sql.hive.thriftServer.singleSession``, so every client
+(``dbt --target thrift``, beeline, PyHive, any Hive JDBC/ODBC driver) sees the same
+tables and the same functions. The run's settings are published in the table
+``<schema>.cdc_settings``, so a plain ``dbt run --target thrift`` finds them.
+
+Safe defaults: it listens on 127.0.0.1; binding any other address is refused unless
+the Thrift server's own authentication is configured (``spark:`` settings of
+``cdc.yml``, see the README).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import socket
+import threading
+import time
+from typing import Any
+
+from udfs.config import Config
+from udfs.warehouse_lock import hold
+
+#: HiveServer2 authentication modes that authenticate nobody.
+OPEN_AUTH_MODES = ("NONE", "NOSASL")
+
+
+class ServeRefusedError(RuntimeError):
+    """A configuration ``cdc serve`` will not start with; the message says how to fix it."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(config: Config, host: str) -> None:
+    """Refuse a non-loopback address while the server would authenticate nobody."""
+    auth = config.spark_conf.get("hive.server2.authentication", "NONE").upper()
+    if not is_loopback(host) and auth in OPEN_AUTH_MODES:
+        raise ServeRefusedError(
+            f"refusing to listen on {host} without authentication (hive.server2.authentication is {auth}): "
+            "anyone who reaches the port could read and change the warehouse. Configure LDAP in cdc.yml, e.g.\n"
+            "  spark:\n"
+            "    hive.server2.authentication: LDAP\n"
+            "    hive.server2.authentication.ldap.url: ldaps://ldap.example.com\n"
+            "    hive.server2.authentication.ldap.baseDN: ou=people,dc=example,dc=com\n"
+            "or listen on 127.0.0.1 (the default) and reach it through an SSH tunnel."
+        )
+
+
+def publish_settings(spark: Any, config: Config) -> None:
+    """Store the run's dbt settings in ``<schema>.cdc_settings`` for plain ``dbt`` runs."""
+    import json
+
+    from udfs.pipeline import dbt_vars
+
+    spark.sql(f"create database if not exists `{config.schema}`")
+    settings = json.dumps(dbt_vars(config)["cdc"], sort_keys=True)
+    frame = spark.createDataFrame([(settings,)], "settings string")
+    frame.write.mode("overwrite").format("parquet").saveAsTable(f"`{config.schema}`.cdc_settings")
+
+
+def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"the Thrift server did not open {host}:{port} within {seconds:.0f} s")
+
+
+def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: str | None = None) -> int:
+    """Start the session and the Thrift server; block until SIGINT or SIGTERM."""
+    from udfs.session import build_session
+
+    check_bind(config, host)
+    with hold(config.warehouse, "serve", host=host, port=port):
+        spark = build_session(
+            config,
+            master=master,
+            extra_conf={
+                "spark.sql.hive.thriftServer.singleSession": "true",
+                "spark.hadoop.hive.server2.thrift.bind.host": host,
+                "spark.hadoop.hive.server2.thrift.port": str(port),
+            },
+        )
+        publish_settings(spark, config)
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        thrift = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2  # noqa: SLF001
+        server = thrift.startWithSparkSession(spark._jsparkSession, False)  # noqa: SLF001
+        try:
+            _wait_for_port("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
+            url = f"jdbc:hive2://{host}:{port}/{config.schema}"
+            print(f"cdc serve: Spark Thrift server on {host}:{port} (warehouse {config.warehouse})", flush=True)
+            print(f"  JDBC URL: {url}", flush=True)
+            print(f'  beeline:  beeline -u {url} -e "show tables in {config.marts_schema}"', flush=True)
+            print(f"  dbt:      CDC_THRIFT_PORT={port} dbt run --target thrift --profiles-dir profiles", flush=True)
+            print("  stop with Ctrl-C or SIGTERM", flush=True)
+            stop.wait()
+        finally:
+            print("cdc serve: stopping", flush=True)
+            server.stop()
+            spark.stop()
+    return 0
+
+
+def thrift_fetch(host: str, port: int, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one query through a running Thrift server (PyHive)."""
+    import os
+
+    from pyhive import hive
+
+    conn = hive.connect(
+        host=host,
+        port=port,
+        username=os.environ.get("CDC_THRIFT_USER", "cdc"),
+        password=os.environ.get("CDC_THRIFT_PASSWORD") or None,
+        auth=os.environ.get("CDC_THRIFT_AUTH", "NONE"),
+    )
+    try:
+        cursor = conn.cursor()
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        conn.close()
