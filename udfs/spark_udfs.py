@@ -8,9 +8,20 @@ Arrow array out; no row-at-a-time Python UDF) or a table function, registered un
     the records of one landing file, as ``array<struct<...>>`` (see ``RECORDS_DDL``).
 ``cdc_decode(options, text, kafka_key)``
     one record decoded into changelog rows (see ``udfs.decode``).
+``cdc_widest_type(types)``
+    the mart type of a column declared with ``types`` (``array<string>``), and the
+    conflict when they do not widen to one (see :mod:`udfs.types`).
 ``cdc_list_files(root)``
     table function: every file below ``root`` (recursive; names starting with ``.`` or
     ``_`` are skipped, as Spark's file sources do).
+
+Two analyst functions decode Arcion's nested JSON strings (see
+:mod:`udfs.formats.arcion_cursor`); they keep the vendor's names, no ``cdc_`` prefix:
+
+``arcion_cursor(text)``
+    an Arcion ``cursor`` text as ``ARCION_CURSOR_DDL`` (see :func:`arcion_cursor_array`).
+``arcion_operationcount(text)``
+    an Arcion ``operationcount`` text as ``ARCION_OPERATIONCOUNT_DDL``.
 """
 
 from __future__ import annotations
@@ -21,16 +32,51 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, decode_records
+from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
 from udfs.framing import split_file
+from udfs.types import widest_type
 
 RECORDS_DDL = (
     "array<struct<record_index:int, text:string, error:string, raw_b64:string, kafka_key:string, "
     "kafka_topic:string, kafka_partition:int, kafka_offset:bigint, kafka_timestamp_ms:bigint>>"
 )
 LIST_FILES_DDL = "path string, size bigint, modified_us bigint"
+
+#: The SQL fields of ``arcion_cursor`` (name, Spark type) and the ``cursor_batch`` column
+#: each is read from. Timestamps are UTC instants with millisecond precision.
+ARCION_CURSOR_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("extractor_id", "bigint", "extractor_id"),
+    ("node_id", "string", "node_id"),
+    ("timestamp", "timestamp", "timestamp_us"),
+    ("extraction_timestamp", "timestamp", "extraction_timestamp_us"),
+    ("lag_ms", "bigint", "lag_ms"),
+    ("log", "string", "log"),
+    ("position", "bigint", "position"),
+    ("log_seq_num", "bigint", "log_seq_num"),
+    ("server_id", "bigint", "server_id"),
+    ("dsc_id", "bigint", "dsc_id"),
+    ("mut_id", "bigint", "mut_id"),
+    ("part_num", "bigint", "part_num"),
+    ("version", "bigint", "version"),
+    ("unknown", "map<string,string>", "unknown"),
+)
+ARCION_OPERATIONCOUNT_FIELDS: tuple[tuple[str, str, str], ...] = tuple(
+    (name, "bigint", name) for name in ("insert_count", "update_count", "delete_count", "replace_count")
+)
+ARCION_CURSOR_DDL = "struct<" + ", ".join(f"{n}:{t}" for n, t, _ in ARCION_CURSOR_FIELDS) + ">"
+ARCION_OPERATIONCOUNT_DDL = "struct<" + ", ".join(f"{n}:{t}" for n, t, _ in ARCION_OPERATIONCOUNT_FIELDS) + ">"
+
+#: Spark type -> the Arrow type Spark exchanges it as (UTC timestamps in microseconds).
+_ARROW_OF_DDL: dict[str, pa.DataType] = {
+    "bigint": pa.int64(),
+    "string": pa.string(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "map<string,string>": pa.map_(pa.string(), pa.string()),
+}
 
 
 def _arrow_type(ddl: str) -> pa.DataType:
@@ -73,8 +119,81 @@ def list_files(root: str) -> Iterator[tuple[str, int, int]]:
     yield from sorted(found)
 
 
+def _struct_array(frame: pd.DataFrame, valid: pd.Series, fields: tuple[tuple[str, str, str], ...]) -> pa.StructArray:
+    """A decoded batch frame as an Arrow struct array; rows where ``valid`` is False are null."""
+    arrays: list[pa.Array] = []
+    for _, ddl, column in fields:
+        values = frame[column]
+        if ddl == "bigint":
+            arrays.append(pa.array(values, type=pa.int64(), from_pandas=True))
+        elif ddl == "timestamp":  # integer microseconds since the epoch, UTC
+            arrays.append(pa.array(values, type=pa.int64(), from_pandas=True).cast(_ARROW_OF_DDL[ddl]))
+        elif ddl == "string":
+            arrays.append(pa.array(values.tolist(), type=pa.string()))
+        else:  # map<string,string>
+            items = [None if m is None else list(m.items()) for m in values.tolist()]
+            arrays.append(pa.array(items, type=_ARROW_OF_DDL[ddl]))
+    struct_fields = [pa.field(name, _ARROW_OF_DDL[ddl]) for name, ddl, _ in fields]
+    mask = pa.array(~valid.to_numpy(dtype=bool), type=pa.bool_())
+    return pa.StructArray.from_arrays(arrays, fields=struct_fields, mask=mask)
+
+
+def arcion_cursor_array(texts: pa.Array) -> pa.StructArray:
+    """Pure batch function behind ``arcion_cursor``: cursor texts -> ``ARCION_CURSOR_DDL``.
+
+    Parameters
+    ----------
+    texts:
+        A batch (not the whole column) of Arcion ``cursor`` JSON texts.
+
+    Returns
+    -------
+    pyarrow.StructArray
+        One struct per input (see :func:`udfs.formats.arcion_cursor.decode_cursor`):
+        ``timestamp`` / ``extraction_timestamp`` as UTC timestamps (the cursor's epoch
+        milliseconds), ``lag_ms`` their difference, ``log``, ``position``,
+        ``log_seq_num``, ``server_id`` (``slaveServerId``) for MySQL sources, ``node_id``,
+        ``dsc_id``, ``mut_id``, ``part_num`` for the others, ``version`` (``v``); fields a
+        source does not write are null; every key not read (including the vendor doc's
+        typos such as ``"extraction Timestamp"``) lands in ``unknown``.
+
+    Notes
+    -----
+    A null input gives a null struct, and so does a malformed one (not a JSON object, a
+    known integer field that is not an integer, or a number no bigint holds): a SQL
+    function has no channel for a reason, and one bad text must not fail the query. The
+    pipeline's quarantine keeps the reason for the records it decodes. ``"{}"`` is not
+    malformed: it gives a struct of null fields (and an empty ``unknown``).
+    """
+    frame, valid = cursor_batch_masked(pd.Series(texts.to_pylist(), dtype=object))
+    return _struct_array(frame, valid, ARCION_CURSOR_FIELDS)
+
+
+def arcion_operationcount_array(texts: pa.Array) -> pa.StructArray:
+    """Pure batch function behind ``arcion_operationcount``: -> ``ARCION_OPERATIONCOUNT_DDL``.
+
+    ``insert_count``, ``update_count``, ``delete_count``, ``replace_count`` as bigints
+    (null where the text lacks the count). A null or malformed input gives a null struct
+    (see :func:`arcion_cursor_array`).
+    """
+    frame, valid = operationcount_batch_masked(pd.Series(texts.to_pylist(), dtype=object))
+    return _struct_array(frame, valid, ARCION_OPERATIONCOUNT_FIELDS)
+
+
+WIDEST_TYPE_DDL = "struct<spark_type:string, conflict:string>"
+
+
+def widest_type_array(declared: pa.Array) -> pa.StructArray:
+    """Pure batch function behind ``cdc_widest_type`` (see :mod:`udfs.types`)."""
+    results = [
+        None if types is None else dict(zip(("spark_type", "conflict"), widest_type(types), strict=True))
+        for types in declared.to_pylist()
+    ]
+    return pa.array(results, type=pa.struct([("spark_type", pa.string()), ("conflict", pa.string())]))
+
+
 def register(spark: Any) -> None:
-    """Register every ``cdc_`` function in ``spark`` (idempotent)."""
+    """Register every ``cdc_`` and ``arcion_`` function in ``spark`` (idempotent)."""
     from pyspark.sql.functions import arrow_udf, udtf
 
     records_type = _arrow_type(RECORDS_DDL)
@@ -100,6 +219,21 @@ def register(spark: Any) -> None:
                 results[i] = r
         return pa.array(results, type=decode_type)
 
+    @arrow_udf(ARCION_CURSOR_DDL)  # type: ignore[misc]
+    def arcion_cursor(text: pa.Array) -> pa.Array:
+        """Arcion ``cursor`` text -> typed struct; null for null or malformed input."""
+        return arcion_cursor_array(text)
+
+    @arrow_udf(ARCION_OPERATIONCOUNT_DDL)  # type: ignore[misc]
+    def arcion_operationcount(text: pa.Array) -> pa.Array:
+        """Arcion ``operationcount`` text -> bigint counts; null for null or malformed input."""
+        return arcion_operationcount_array(text)
+
+    @arrow_udf(WIDEST_TYPE_DDL)  # type: ignore[misc]
+    def cdc_widest_type(declared: pa.Array) -> pa.Array:
+        """Declared Spark types of a column -> the mart type and the conflict, if any."""
+        return widest_type_array(declared)
+
     @udtf(returnType=LIST_FILES_DDL)  # type: ignore[misc]
     class CdcListFiles:
         def eval(self, root: str) -> Iterator[tuple[str, int, int]]:
@@ -107,4 +241,7 @@ def register(spark: Any) -> None:
 
     spark.udf.register("cdc_read_records", cdc_read_records)
     spark.udf.register("cdc_decode", cdc_decode)
+    spark.udf.register("arcion_cursor", arcion_cursor)
+    spark.udf.register("arcion_operationcount", arcion_operationcount)
+    spark.udf.register("cdc_widest_type", cdc_widest_type)
     spark.udtf.register("cdc_list_files", CdcListFiles)

@@ -1,6 +1,8 @@
 {{ config(post_hook="{{ cdc_create_mart_views(this) }}") }}
 -- The columns of every mart view and their Spark types: the type set in cdc.yml,
--- else the logical type the envelopes declare (latest wins), else string. Config
+-- else the widest of the types the envelopes declared (udfs/types.py: int widens to
+-- bigint, decimal precision grows; types that do not widen give string and a row in
+-- audit_type_conflicts), else string. Config
 -- columns keep their config order; other columns follow by name. The post-hook
 -- (re)creates one typed view per table in the marts schema from these rows.
 {% set settings = cdc_settings() %}
@@ -22,7 +24,7 @@ declared as (
     select
         table_id,
         column_name,
-        max_by(logical_type, last_order_key) as logical_type
+        cdc_widest_type(collect_set(logical_type)) as widened
     from state
     lateral view explode(col_types) declared_types as column_name, logical_type
     group by table_id, column_name
@@ -65,8 +67,10 @@ final as (
         all_columns.table_id,
         {{ cdc_mart_view_name('all_columns.table_id') }} as mart_view,
         all_columns.column_name,
-        coalesce(configured.spark_type, declared.logical_type, 'string') as spark_type,
-        configured.ordinal
+        coalesce(configured.spark_type, declared.widened.spark_type, 'string') as spark_type,
+        configured.ordinal,
+        -- declared types that do not widen to one: the column is text (audit_type_conflicts)
+        case when configured.spark_type is null then declared.widened.conflict end as type_conflict
     from all_columns
     inner join known_tables on all_columns.table_id = known_tables.table_id
     left join configured

@@ -239,8 +239,18 @@ def decode_operationcount(text: str | None) -> dict[str, int | None] | None:
 _INT_CURSOR_FIELDS = tuple(f for f in CURSOR_FIELDS if f not in _TEXT_FIELDS and f != "unknown")
 
 
-def _batch(s: pd.Series, decode: Any, fields: tuple[str, ...], int_fields: tuple[str, ...]) -> pd.DataFrame:
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _fits_int64(value: int | None) -> bool:
+    return value is None or _INT64_MIN <= value <= _INT64_MAX
+
+
+def _batch(
+    s: pd.Series, decode: Any, fields: tuple[str, ...], int_fields: tuple[str, ...]
+) -> tuple[pd.DataFrame, pd.Series]:
     rows: list[dict[str, Any]] = []
+    valid: list[bool] = []
     for value in s:
         decoded = None
         if isinstance(value, str):
@@ -248,12 +258,17 @@ def _batch(s: pd.Series, decode: Any, fields: tuple[str, ...], int_fields: tuple
                 decoded = decode(value)
             except QuarantineError:
                 decoded = None  # a null row: the caller quarantines on the raw text
+            if decoded is not None and not all(_fits_int64(decoded[name]) for name in int_fields):
+                decoded = None  # a value no bigint holds is malformed here, not a batch failure
+        valid.append(decoded is not None)
         rows.append(decoded or dict.fromkeys(fields))
-    frame = pd.DataFrame(rows, columns=list(fields), index=s.index)
-    for name in int_fields:
-        # nullable ints: a float64 column would round 19-digit values
-        frame[name] = pd.array(frame[name].tolist(), dtype="Int64")
-    return frame
+    # Column by column: a DataFrame built from the row dicts infers float64 for an int
+    # column that also holds None, which rounds (or rejects) values above 2**53.
+    columns = {
+        name: pd.array([row[name] for row in rows], dtype="Int64" if name in int_fields else object) for name in fields
+    }
+    frame = pd.DataFrame(columns, index=s.index)
+    return frame, pd.Series(valid, index=s.index, dtype=bool)
 
 
 def cursor_batch(s: pd.Series) -> pd.DataFrame:
@@ -261,9 +276,26 @@ def cursor_batch(s: pd.Series) -> pd.DataFrame:
 
     Integer columns use the nullable ``Int64`` dtype; ``unknown`` holds dicts (or ``None``).
     """
+    return cursor_batch_masked(s)[0]
+
+
+def cursor_batch_masked(s: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
+    """:func:`cursor_batch` and a boolean Series: ``True`` where the input decoded.
+
+    ``False`` marks null and malformed inputs (their frame row is all null), so a caller
+    can tell them from a valid cursor whose fields are all absent (``"{}"``).
+    """
     return _batch(s, decode_cursor, CURSOR_FIELDS, _INT_CURSOR_FIELDS)
 
 
 def operationcount_batch(s: pd.Series) -> pd.DataFrame:
     """Vectorized :func:`decode_operationcount`: one row per input, a null row for null/malformed."""
+    return operationcount_batch_masked(s)[0]
+
+
+def operationcount_batch_masked(s: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
+    """:func:`operationcount_batch` and a boolean Series: ``True`` where the input decoded.
+
+    ``"{}"`` decodes (all counts null, ``True``); null and malformed inputs are ``False``.
+    """
     return _batch(s, decode_operationcount, OPERATIONCOUNT_FIELDS, OPERATIONCOUNT_FIELDS)

@@ -36,7 +36,10 @@ Column names
      is skipped (``SkipRecord("header row")``).
 
 2. Else the configuration: ``options["tables"]`` is ``{table_name_lower: {"key": [...],
-   "columns": {col: type, ...}}}`` and the column order of ``columns`` is the file's.
+   "columns": {col: type, ...}, "column_order": [col, ...]}}`` and the configured column
+   order is the file's: ``column_order`` when present (``Config.decoder_options`` sends
+   it because the options reach the UDF as JSON with sorted keys, which sorts the
+   ``columns`` mapping), else the order of ``columns``.
 
 The table name (``source_table``) is ``options["table"]`` (a CSV feed carries one table),
 or else ``options["table_from_path"]``: a regular expression with a named group
@@ -174,7 +177,9 @@ class ArcionInternalCsvDecoder(Decoder):
 
     def _columns(self, table: str) -> list[str]:
         entry: Any = (self.options.get("tables") or {}).get(table.lower())
-        columns = entry.get("columns") if isinstance(entry, dict) else None
+        # ``column_order`` (a list) survives JSON with sorted keys; ``columns`` (a
+        # mapping) keeps its order only where the options were never re-sorted.
+        columns = (entry.get("column_order") or entry.get("columns")) if isinstance(entry, dict) else None
         if not columns:
             raise QuarantineError(f"no header row and no configured columns for table {table!r}")
         return [str(col) for col in columns]

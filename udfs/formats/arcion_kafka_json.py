@@ -19,8 +19,9 @@ The value may also be the payload alone (``schemas.enable`` off). Decisions:
 * ``key``: the Kafka key JSON (its ``payload`` when it has ``schema`` + ``payload``) as
   column -> canonical text; ``None`` without a key (the configuration gives the key).
 * ``seq``: realtime events ``seq_of(number at the end of source.file, pos, row)``.
-  Snapshot rows have null positions, so ``seq`` is ``None`` and the shared layer falls
-  back to the Kafka offset / file order.
+  Snapshot rows (``r``) have null positions: they get the lowest position
+  ``seq_of(0, 0, 0)``, so they order before every realtime change of their key, and
+  among themselves by Kafka offset / file order.
 * ``source_db``/``source_schema``/``source_table`` from ``source.db``/``.schema``/``.table``;
   ``commit_ts_us`` from ``source.ts_ms``, ``capture_ts_us`` from the payload ``ts_ms``;
   ``tx_id`` from ``source.gtid`` when present.
@@ -146,6 +147,10 @@ class ArcionKafkaJsonDecoder(Decoder):
 
         file_no = log_file_number(source.get("file")) if isinstance(source.get("file"), str) else None
         seq = seq_of(file_no, _position(source.get("pos"), "pos"), _position(source.get("row"), "row"))
+        if seq is None and op == "r":
+            # a snapshot row precedes every realtime change: the lowest position (its
+            # snapshot rows among themselves keep Kafka offset / file order)
+            seq = seq_of(0, 0, 0)
         extras = {name: canonical_text(v) for name, v in source.items() if name not in _MAPPED_SOURCE}
         return [
             Change(

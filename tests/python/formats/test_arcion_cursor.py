@@ -13,11 +13,13 @@ from udfs.formats.arcion_cursor import (
     CURSOR_FIELDS,
     OPERATIONCOUNT_FIELDS,
     cursor_batch,
+    cursor_batch_masked,
     cursor_seq,
     decode_cursor,
     decode_operationcount,
     log_file_number,
     operationcount_batch,
+    operationcount_batch_masked,
 )
 from udfs.formats.arcion_internal_csv import split_csv_row
 
@@ -244,3 +246,40 @@ def test_operationcount_batch() -> None:
     assert frame.loc[1].isna().all()
     assert frame.loc[2].isna().all()
     assert all(str(frame[c].dtype) == "Int64" for c in OPERATIONCOUNT_FIELDS)
+
+
+def test_batch_validity_tells_null_and_malformed_from_empty_objects() -> None:
+    texts = pd.Series(["{}", None, "{oops", "[1]", '{"mutId":"x"}', '{"v":2}'], index=list("abcdef"))
+    frame, valid = cursor_batch_masked(texts)
+    assert valid.to_dict() == {"a": True, "b": False, "c": False, "d": False, "e": False, "f": True}
+    assert frame.loc["a", "unknown"] == {}  # "{}" is a cursor with every field absent
+    assert frame.loc["a"].drop("unknown").isna().all()
+    assert frame.loc["f", "version"] == 2
+    counts, valid = operationcount_batch_masked(pd.Series(["{}", None, "5", '{"insertCount":1}']))
+    assert valid.tolist() == [True, False, False, True]
+    assert counts.loc[0].isna().all()  # valid, every count absent
+    assert counts.loc[3, "insert_count"] == 1
+
+
+def test_batch_keeps_bigints_exact_next_to_nulls() -> None:
+    # A frame built from row dicts would make these columns float64 (None -> NaN) and
+    # round 2**62 + 1; every value above 2**53 must survive exactly.
+    big = 2**62 + 1
+    frame = cursor_batch(pd.Series([f'{{"position":{big},"dscId":{2**63 - 1}}}', '{"v":2}', None]))
+    assert frame.loc[0, "position"] == big
+    assert frame.loc[0, "dsc_id"] == 2**63 - 1
+    assert pd.isna(frame.loc[1, "position"])
+    counts = operationcount_batch(pd.Series([None, f'{{"insertCount":{big}}}']))
+    assert counts.loc[1, "insert_count"] == big
+
+
+def test_batch_value_outside_bigint_is_a_null_row_not_a_batch_failure() -> None:
+    # 2**63 is no bigint; a timestamp in ms whose microseconds overflow is none either.
+    texts = pd.Series([f'{{"position":{2**63}}}', f'{{"timestamp":{2**63 // 1000 + 1}}}', '{"position":7}'])
+    frame, valid = cursor_batch_masked(texts)
+    assert valid.tolist() == [False, False, True]
+    assert frame.loc[0].isna().all()
+    assert frame.loc[1].isna().all()
+    assert frame.loc[2, "position"] == 7
+    counts, valid = operationcount_batch_masked(pd.Series([f'{{"deleteCount":{-(2**63) - 1}}}']))
+    assert valid.tolist() == [False]

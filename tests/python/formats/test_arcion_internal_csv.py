@@ -249,3 +249,30 @@ def test_unjoined_doc_sample_is_quarantined() -> None:
     for op in ("insert", "update", "delete"):
         with pytest.raises(QuarantineError, match="unexpected '/' after a quoted CSV field"):
             decode(read(f"realtime-{op}.csv"))
+
+
+def test_configured_column_order_survives_the_pipeline_options(tmp_path: Path) -> None:
+    """The decoder options reach the UDF as JSON with sorted keys (``dbt_vars``), which
+    sorts the ``columns`` mapping; the CSV column order comes from ``column_order``."""
+    import yaml
+
+    from udfs.config import load_config
+    from udfs.decode import decode_records
+    from udfs.pipeline import dbt_vars
+
+    (tmp_path / "landing").mkdir()
+    cfg = {
+        "feeds": [{"name": "f", "format": "arcion_internal_csv", "path": "landing", "options": {"table": "region"}}],
+        # not alphabetical: r_regionkey, r_name, r_comment (the doc's snapshot order)
+        "tables": {
+            "region": {
+                "key": ["r_regionkey"],
+                "columns": {"r_regionkey": "int", "r_name": "string", "r_comment": "string"},
+            }
+        },
+    }
+    (tmp_path / "cdc.yml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    options_json = dbt_vars(load_config(tmp_path / "cdc.yml"))["cdc"]["feeds"][0]["decoder_options"]
+    (result,) = decode_records(options_json, [read("snapshot-row.csv").rstrip("\n")])
+    assert result["status"] == "ok", result["reason"]
+    assert result["changes"][0]["after"] == {"r_regionkey": "0", "r_name": " AFRICA ", "r_comment": "AFRICA"}

@@ -84,7 +84,7 @@ def test_snapshot_insert() -> None:
         },
         before_cols=None,
         after_cols=None,
-        seq=None,  # null positions: the shared layer falls back to offset/file order
+        seq="00000000000000000000.00000000000000000000.00000000000000000000",  # lowest: before realtime
         commit_ts_us=None,
         capture_ts_us=None,
         tx_id=None,
@@ -236,3 +236,10 @@ def test_quarantine(text: str, key: str | None, reason: str) -> None:
         text = variants[text]()
     with pytest.raises(QuarantineError, match=reason):
         ArcionKafkaJsonDecoder().decode(Record(text, kafka_key=key))
+
+
+def test_snapshot_row_orders_before_every_realtime_change_of_its_key():
+    """A snapshot row has null positions; it must not sort after realtime changes."""
+    snapshot = decode(message("snapshot-insert"))
+    realtime = [decode(message(n)) for n in ("realtime-insert", "realtime-update", "realtime-delete")]
+    assert all(snapshot.seq < r.seq for r in realtime)
