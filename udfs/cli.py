@@ -23,6 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     run = with_config(sub.add_parser("run", help="process new landing files: decode, changelog, state, history, marts"))
     run.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--print-tables", action="store_true", help="print every mart's rows after the run")
+    run.add_argument(
+        "--retry-quarantine",
+        action="store_true",
+        help="also decode again, with the current configuration, the quarantined records not yet resolved",
+    )
     srv = with_config(sub.add_parser("serve", help="Spark session + Thrift server (JDBC/ODBC) on the warehouse"))
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=10000, help="port to listen on (default 10000)")
@@ -34,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     sql.add_argument("query", nargs="+", help="one or more statements; with several, each result starts with '-- N'")
     qua = with_config(sub.add_parser("quarantine", help="list quarantined records as JSON lines"))
     qua.add_argument("--since", default=None, metavar="RUN", help="only records of this run id and later runs")
+    qua.add_argument("--all", action="store_true", help="also the records a retry has resolved")
     return p
 
 
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             return _embedded(args, config)
     except WarehouseBusyError as busy:
         if args.command == "run" and busy.holder.get("role") == "serve":
-            return _run_through_server(config, busy.holder)
+            return _run_through_server(config, busy.holder, args.retry_quarantine)
         hint = ""
         if busy.holder.get("role") == "serve":
             hint = f"; query it there: beeline -u jdbc:hive2://{busy.holder.get('host')}:{busy.holder.get('port')}"
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
-def _run_through_server(config: Any, holder: dict[str, Any]) -> int:
+def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:
     from udfs.pipeline import PipelineError, run_pipeline_thrift
 
     host, port = str(holder.get("host")), int(holder.get("port", 10000))
@@ -82,7 +88,7 @@ def _run_through_server(config: Any, holder: dict[str, Any]) -> int:
         host = "127.0.0.1"
     print(f"cdc run: the warehouse is served by `cdc serve` on {host}:{port}; running through it", file=sys.stderr)
     try:
-        summary = run_pipeline_thrift(config, host, port)
+        summary = run_pipeline_thrift(config, host, port, retry_quarantine=retry_quarantine)
     except PipelineError as exc:
         print(f"cdc run failed: {exc}", file=sys.stderr)
         return 1
@@ -98,7 +104,7 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
 
         spark = build_session(config, master=args.master)
         try:
-            summary = run_pipeline(config, spark=spark)
+            summary = run_pipeline(config, spark=spark, retry_quarantine=args.retry_quarantine)
         except PipelineError as exc:
             print(f"cdc run failed: {exc}", file=sys.stderr)
             return 1
@@ -126,7 +132,8 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
                 for line in rows_as_json(spark, spark.sql(query)):
                     print(line)
         elif args.command == "quarantine":
-            for line in rows_as_json(spark, spark.sql(_quarantine_query(config.schema, args.since))):
+            query = _quarantine_query(config.schema, args.since, include_resolved=args.all)
+            for line in rows_as_json(spark, spark.sql(query)):
                 print(line)
     except Exception as exc:  # noqa: BLE001 - AnalysisException etc.: one clear line
         print(f"cdc {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -134,14 +141,29 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
     return 0
 
 
-def _quarantine_query(schema: str, since: str | None) -> str:
-    q = f"select * from `{schema}`.quarantine"
+def _quarantine_query(schema: str, since: str | None, include_resolved: bool = False) -> str:
+    """Quarantined records (unresolved only, unless ``include_resolved``), oldest first.
+
+    Each row has ``resolved_run_id``: the run whose ``--retry-quarantine`` decoded it,
+    or null.
+    """
+    q = f"""select quarantine.*, resolved.resolved_run_id
+        from `{schema}`.quarantine
+        left join (
+            select source_file, record_index, min_by(run_id, retried_at) as resolved_run_id
+            from `{schema}`.quarantine_retries where status != 'quarantined'
+            group by source_file, record_index
+        ) as resolved
+            on quarantine.source_file = resolved.source_file and quarantine.record_index = resolved.record_index"""
+    conditions = [] if include_resolved else ["resolved.resolved_run_id is null"]
     if since:
         literal = "'" + since.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        q += (
-            f" where quarantined_at >= (select min(quarantined_at) from `{schema}`.quarantine where run_id = {literal})"
-            f" or quarantined_at >= (select min(processed_at) from `{schema}`.audit_files where run_id = {literal})"
+        conditions.append(
+            f"(quarantined_at >= (select min(quarantined_at) from `{schema}`.quarantine where run_id = {literal})"
+            f" or quarantined_at >= (select min(processed_at) from `{schema}`.audit_files where run_id = {literal}))"
         )
+    if conditions:
+        q += " where " + " and ".join(conditions)
     return q + " order by quarantined_at, source_file, record_index"
 
 

@@ -12,6 +12,7 @@ floats, so no value is ever rounded on the way to the marts.
 from __future__ import annotations
 
 import json as _json
+import re as _re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -26,8 +27,24 @@ class QuarantineError(ValueError):
 class SkipRecord(Exception):  # noqa: N818 - a control-flow signal, not an error
     """A record that is valid but produces no change (tombstone, heartbeat, DDL...).
 
-    The message is the skip reason, counted per file in the audit.
+    The message is the skip reason, counted per file in the audit. A DDL record passes
+    ``ddl`` (a :class:`Ddl`): it is skipped as ``ddl`` and lands in the ``ddl_log`` table.
     """
+
+    def __init__(self, reason: str, ddl: Ddl | None = None) -> None:
+        super().__init__(reason)
+        self.ddl = ddl
+
+
+@dataclass
+class Ddl:
+    """A schema change the source reported (never applied as DML; see ``ddl_log``)."""
+
+    sql: str | None
+    source_db: str | None = None
+    source_schema: str | None = None
+    source_table: str | None = None
+    commit_ts_us: int | None = None
 
 
 @dataclass
@@ -93,6 +110,14 @@ class Change:
     tx_id: str | None = None
     extras: dict[str, str | None] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # The changelog holds these as bigint: a value beyond it is a malformed event,
+        # not a reason to fail the whole batch when the row is converted to Arrow.
+        for name in ("commit_ts_us", "capture_ts_us"):
+            value = getattr(self, name)
+            if value is not None and not _INT64_MIN <= value <= _INT64_MAX:
+                raise QuarantineError(f"{name[:-3]} out of range: {value} microseconds")
+
 
 class Decoder:
     """One decoder per format, behind one interface (as Flink's JSON formats have).
@@ -135,6 +160,9 @@ class Decoder:
 # --------------------------------------------------------------------------- helpers
 
 SEQ_WIDTH = 20
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: a JSON escape of a UTF-16 surrogate (``\\ud800``..``\\udfff``): only a pair is text
+_SURROGATE_ESCAPE = _re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def seq_of(*parts: int | str | None) -> str | None:
@@ -184,12 +212,22 @@ def loads_exact(text: str | bytes) -> Any:
 
     Numbers with a fraction or exponent come back as their source text (``str``), so a
     38-digit decimal or a double's digits are never rounded; integers are Python ints
-    (arbitrary precision). Raises ``QuarantineError`` on malformed JSON.
+    (arbitrary precision). Raises ``QuarantineError`` on malformed JSON, and on a string
+    holding a lone surrogate escape such as ``"\\ud800"`` (valid JSON syntax, but not
+    Unicode text: no UTF-8 column can hold it).
     """
     try:
-        return _json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)
+        value = _json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise QuarantineError(f"not JSON: {exc}") from None
+    hint = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    if "\\u" in hint and _SURROGATE_ESCAPE.search(hint):
+        # a lone surrogate escape parses, but no UTF-8 column can hold the result
+        try:
+            _json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except (UnicodeEncodeError, RecursionError):
+            raise QuarantineError("not JSON text: a lone UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+    return value
 
 
 def canonical_text(value: Any) -> str | None:

@@ -16,6 +16,7 @@ changelog rows. Here, for every format alike:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from functools import lru_cache
@@ -51,7 +52,11 @@ def _ddl_struct(fields: str) -> str:
 
 
 #: Spark DDL of the ``cdc_decode`` result
-DECODE_RESULT_DDL = f"struct<status:string, reason:string, changes:array<struct<{_ddl_struct(CHANGE_FIELDS)}>>>"
+#: A DDL record's content (``udfs.contract.Ddl``), for the ``ddl_log`` table.
+DDL_FIELDS = "struct<sql:string, source_db:string, source_schema:string, source_table:string, commit_ts_us:bigint>"
+DECODE_RESULT_DDL = (
+    f"struct<status:string, reason:string, changes:array<struct<{_ddl_struct(CHANGE_FIELDS)}>>, ddl:{DDL_FIELDS}>"
+)
 
 
 @lru_cache(maxsize=64)
@@ -209,7 +214,10 @@ def decode_records(
                 row.pop("_part", None)
             results.append({"status": "ok", "reason": None, "changes": rows})
         except SkipRecord as exc:
-            results.append({"status": "skipped", "reason": str(exc) or "skipped", "changes": []})
+            skipped: dict[str, Any] = {"status": "skipped", "reason": str(exc) or "skipped", "changes": []}
+            if exc.ddl is not None:
+                skipped["ddl"] = dataclasses.asdict(exc.ddl)
+            results.append(skipped)
         except QuarantineError as exc:
             results.append({"status": "quarantined", "reason": str(exc), "changes": None})
         except RecursionError:

@@ -29,6 +29,9 @@ class RunSummary:
     run_id: str
     #: processed landing files found changed (not read again; see audit_changed_files)
     changed_files: int = 0
+    #: quarantined records decoded again (``--retry-quarantine``) and how many now decode
+    retried: int = 0
+    resolved: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -39,12 +42,14 @@ class RunSummary:
             f"files {self.files}, records {self.records}, changes {self.changes}, "
             f"quarantined {self.quarantined}, skipped {self.skipped}; tables touched: {tables}"
         )
+        if self.retried:
+            text += f"; retried {self.retried} quarantined record(s), {self.resolved} resolved"
         if self.changed_files:
             text += f"; WARNING: {self.changed_files} processed landing file(s) changed (see audit_changed_files)"
         return text
 
 
-def dbt_vars(config: Config, golden: bool = False) -> dict[str, Any]:
+def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = False) -> dict[str, Any]:
     """The ``cdc`` dbt variable rendered from the configuration."""
     return {
         "cdc": {
@@ -52,6 +57,7 @@ def dbt_vars(config: Config, golden: bool = False) -> dict[str, Any]:
             "marts_schema": config.marts_schema,
             "buckets": config.buckets,
             "golden": golden,
+            "retry_quarantine": retry_quarantine,
             "feeds": [
                 {
                     "name": f.name,
@@ -76,6 +82,7 @@ def run_dbt(
     extra: list[str] | None = None,
     golden: bool = False,
     target: str = "session",
+    retry_quarantine: bool = False,
 ) -> Any:
     """Invoke dbt in this process; raise :class:`PipelineError` on failure."""
     from dbt.cli.main import dbtRunner
@@ -96,7 +103,7 @@ def run_dbt(
         "--log-path",
         str(dbt_dir / "logs"),
         "--vars",
-        json.dumps(dbt_vars(config, golden=golden)),
+        json.dumps(dbt_vars(config, golden=golden, retry_quarantine=retry_quarantine)),
         "--no-use-colors",
         "--quiet" if os.environ.get("CDC_DBT_QUIET", "1") == "1" else "--no-quiet",
         *(extra or []),
@@ -136,9 +143,18 @@ def _failure_message(result: Any) -> str:
 
 
 def run_pipeline(
-    config_path: str | Path | Config, spark: Any = None, golden: bool = False, master: str | None = None
+    config_path: str | Path | Config,
+    spark: Any = None,
+    golden: bool = False,
+    master: str | None = None,
+    retry_quarantine: bool = False,
 ) -> RunSummary:
-    """Run the pipeline once over the configuration's landing folders (embedded Spark)."""
+    """Run the pipeline once over the configuration's landing folders (embedded Spark).
+
+    With ``retry_quarantine`` the run also decodes again, with the current
+    configuration, every quarantined record not yet resolved (see the README,
+    "Re-processing quarantined records").
+    """
     from udfs.serve import publish_settings
     from udfs.session import build_session
 
@@ -150,18 +166,18 @@ def run_pipeline(
 
         register(spark)
     publish_settings(spark, config)
-    result = run_dbt(config, "build", golden=golden)
+    result = run_dbt(config, "build", golden=golden, retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
     return summarize(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, run_id)
 
 
-def run_pipeline_thrift(config: Config, host: str, port: int) -> RunSummary:
+def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: bool = False) -> RunSummary:
     """Run the pipeline through a running ``cdc serve`` (dbt's ``thrift`` target)."""
     from udfs.serve import thrift_fetch
 
     os.environ["CDC_THRIFT_HOST"] = host
     os.environ["CDC_THRIFT_PORT"] = str(port)
-    result = run_dbt(config, "build", target="thrift")
+    result = run_dbt(config, "build", target="thrift", retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
     return summarize(lambda sql: thrift_fetch(host, port, sql), config, run_id)
 
@@ -187,4 +203,10 @@ def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
 
         touched = _json.loads(touched)
     changed = fetch(f"select count(*) from `{s}`.audit_changed_files where run_id = '{run_id}'")[0][0]
-    return RunSummary(int(f), int(r), int(c), int(q), int(k), sorted(touched), run_id, int(changed))
+    retried, resolved = fetch(
+        f"select count(*), coalesce(sum(case when status != 'quarantined' then 1 else 0 end), 0) "
+        f"from `{s}`.quarantine_retries where run_id = '{run_id}'"
+    )[0]
+    return RunSummary(
+        int(f), int(r), int(c), int(q), int(k), sorted(touched), run_id, int(changed), int(retried), int(resolved)
+    )

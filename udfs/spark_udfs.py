@@ -205,6 +205,11 @@ def register(spark: Any) -> None:
 
     @arrow_udf(DECODE_RESULT_DDL)  # type: ignore[misc]
     def cdc_decode(options: pa.Array, text: pa.Array, kafka_key: pa.Array) -> pa.Array:
+        if os.environ.get("CDC_KILL_DURING_DECODE") == "1":
+            # crash tests: the whole `cdc run` (its process group) dies while decoding
+            import signal
+
+            os.killpg(os.getpgid(0), signal.SIGKILL)
         opts = options.to_pylist()
         texts = text.to_pylist()
         keys = kafka_key.to_pylist()

@@ -7,7 +7,8 @@
     settings come from the table `<target schema>.cdc_settings`, which `cdc serve` and
     `cdc run` publish from the same cdc.yml.
 
-    Returns: dict with keys feeds, tables, schema, marts_schema, buckets, golden.
+    Returns: dict with keys feeds, tables, schema, marts_schema, buckets, golden,
+    retry_quarantine.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -24,5 +25,6 @@
         'marts_schema': settings.get('marts_schema', 'marts'),
         'buckets': settings.get('buckets', 16),
         'golden': settings.get('golden', false),
+        'retry_quarantine': settings.get('retry_quarantine', false),
     }) %}
 {% endmacro %}

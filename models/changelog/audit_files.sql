@@ -7,10 +7,12 @@ with
 
 files as (
     select * from {{ ref('stg_landing__files') }}
+    where not is_retry
 ),
 
 records as (
     select * from {{ ref('stg_landing__records') }}
+    where not is_retry
 ),
 
 per_file as (

@@ -98,13 +98,40 @@ def test_run_without_new_files_changes_nothing(clean_run):
 
 @pytest.mark.parametrize(
     "kill_after",
-    ["model.cdc.stg_landing__records", "model.cdc.changelog", "model.cdc.audit_files", "model.cdc.state"],
+    [
+        "model.cdc.stg_landing__records",
+        "model.cdc.changelog",
+        "model.cdc.audit_files",
+        "model.cdc.state",
+        "model.cdc.history",
+    ],
 )
 def test_sigkill_between_models_then_rerun_equals_clean_run(tmp_path, clean_run, kill_after):
     _, clean = clean_run
     work = example_copy(tmp_path, "killed")
     p = cdc(["run"], work, env={"CDC_KILL_AFTER_NODE": kill_after})
     assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr[-2000:])
+    p = cdc(["run"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert dump(work) == clean["dump"]
+
+
+def test_sigkill_during_decode_then_rerun_equals_clean_run(tmp_path, clean_run):
+    """The decoding UDF kills the run's whole process group (driver, JVM, Python workers)."""
+    _, clean = clean_run
+    work = example_copy(tmp_path, "killed_decode")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "CDC_KILL_DURING_DECODE": "1"}
+    proc = subprocess.Popen(
+        CDC + ["run"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, err[-2000:])
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
     assert dump(work) == clean["dump"]

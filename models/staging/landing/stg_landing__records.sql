@@ -13,8 +13,13 @@ read_files as (
     from files
 ),
 
-records as (
+unresolved as (
+    {{ cdc_unresolved_quarantine() }}
+),
+
+all_records as (
     select
+        read_files.is_retry,
         read_files.feed,
         read_files.format,
         read_files.decoder_options,
@@ -32,6 +37,20 @@ records as (
         lateral view explode(records) exploded as rec
 ),
 
+-- a retried file yields only its unresolved quarantined records
+records as (
+    select * from all_records
+    where not is_retry
+    union all
+    select all_records.*
+    from all_records
+    left semi join unresolved
+        on
+            all_records.source_file = unresolved.source_file
+            and all_records.record_index = unresolved.record_index
+    where all_records.is_retry
+),
+
 decoded as (
     select
         records.*,
@@ -41,6 +60,7 @@ decoded as (
 
 final as (
     select
+        is_retry,
         feed,
         format,
         source_file,
@@ -58,7 +78,9 @@ final as (
         end as raw_record,
         case when error is not null or result.status = 'quarantined' then raw_b64 is not null end
             as raw_is_base64,
-        case when error is null then result.changes end as changes
+        case when error is null then result.changes end as changes,
+        -- a DDL record (skipped as `ddl`): its statement, for ddl_log
+        case when error is null then result.ddl end as ddl
     from decoded
 )
 
