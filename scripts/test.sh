@@ -9,4 +9,12 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/sqlfluff lint models macros tests/dbt
-.venv/bin/python -m pytest tests/python "$@"
+# Two pytest workers (one file per worker at a time): pipeline tests spend much of
+# their time waiting (JVM, dbt), so two share the 2 cores well. CDC_TEST_WORKERS=0
+# runs them in this process.
+workers="${CDC_TEST_WORKERS:-2}"
+if [ "$workers" = 0 ]; then
+    .venv/bin/python -m pytest tests/python "$@"
+else
+    .venv/bin/python -m pytest tests/python -n "$workers" --dist loadfile "$@"
+fi

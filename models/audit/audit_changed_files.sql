@@ -50,7 +50,7 @@ final as (
     select
         changed.*,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as detected_at
+        {{ cdc_run_started_at() }} as detected_at
     from changed
     {% if is_incremental() %}
         left anti join {{ this }} as reported

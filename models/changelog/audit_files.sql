@@ -57,7 +57,7 @@ final as (
         coalesce(per_file.skipped, 0) as skipped,
         coalesce(skip_reasons.skipped_by_reason, cast(map() as map <string, bigint>)) as skipped_by_reason,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as processed_at
+        {{ cdc_run_started_at() }} as processed_at
     from files
     left join per_file on files.source_file = per_file.source_file
     left join skip_reasons on files.source_file = skip_reasons.source_file

@@ -59,7 +59,7 @@ final as (
         flattened.* except (table_id),
         {{ cdc_order_key() }} as order_key,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as loaded_at,
+        {{ cdc_run_started_at() }} as loaded_at,
         table_id,
         {{ cdc_bucket() }} as bucket
     from flattened

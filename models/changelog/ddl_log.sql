@@ -21,7 +21,7 @@ final as (
         ddl.sql as sql_text,
         timestamp_micros(ddl.commit_ts_us) as commit_ts,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as logged_at
+        {{ cdc_run_started_at() }} as logged_at
     from records
 )
 

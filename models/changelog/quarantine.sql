@@ -20,7 +20,7 @@ final as (
         raw_is_base64,
         reason,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as quarantined_at
+        {{ cdc_run_started_at() }} as quarantined_at
     from records
 ),
 

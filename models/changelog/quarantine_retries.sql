@@ -21,7 +21,7 @@ final as (
         reason,
         coalesce(size(changes), 0) as changes_emitted,
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as retried_at
+        {{ cdc_run_started_at() }} as retried_at
     from records
 )
 

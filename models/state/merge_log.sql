@@ -11,7 +11,7 @@ versions as (
 final as (
     select
         {{ cdc_string_literal(invocation_id) }} as run_id,
-        to_timestamp({{ cdc_string_literal(run_started_at.strftime('%Y-%m-%d %H:%M:%S.%f')) }}) as merged_through,
+        {{ cdc_run_started_at() }} as merged_through,
         count(distinct table_id, bucket) as buckets_rewritten,
         count(*) as versions_rewritten,
         collect_set(table_id) as tables_touched
