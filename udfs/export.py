@@ -80,20 +80,36 @@ def mart_view_name(table_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", table_id.replace(".", "__"))
 
 
+#: metadata columns of every mart view (exported with ``--with-metadata``)
+METADATA_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_commit_ts", "_cdc_event_id", "_cdc_key")
+
+
 def mart_query(config: Config, table: str, with_metadata: bool = False, spark: Any = None) -> str:
+    """SQL of a table's mart rows: its own columns (and, with ``with_metadata``, the
+    ``_cdc_*`` columns and the ``<column>__text`` views of binary columns), by key."""
     # a configured table, or one the events named without configuration
     view = mart_view_name(table.lower())
     q = f"`{config.marts_schema}`.`{view.replace('`', '``')}`"
     if with_metadata:
         return f"select * from {q} order by _cdc_key"
-    return f"select * except (_cdc_op, _cdc_seq, _cdc_commit_ts, _cdc_event_id, _cdc_key) from {q} order by _cdc_key"
+    derived = list(METADATA_COLUMNS)
+    if spark is not None:
+        from pyspark.sql import types as T  # noqa: N812 - the PySpark convention
+
+        fields = {f.name: f.dataType for f in spark.table(q).schema.fields}
+        derived += [
+            f"{name}__text" for name, t in fields.items() if isinstance(t, T.BinaryType) and f"{name}__text" in fields
+        ]
+    excluded = ", ".join("`" + c.replace("`", "``") + "`" for c in derived)
+    return f"select * except ({excluded}) from {q} order by _cdc_key"
 
 
 def export_lines(
     spark: Any, config_path: str | Path | Config, table: str, with_metadata: bool = False
 ) -> Iterator[str]:
+    """``cdc export``: the current rows of ``table`` as JSON lines (module docstring)."""
     config = config_path if isinstance(config_path, Config) else load_config(config_path)
-    return rows_as_json(spark, spark.sql(mart_query(config, table, with_metadata)))
+    return rows_as_json(spark, spark.sql(mart_query(config, table, with_metadata, spark)))
 
 
 def export_rows(spark: Any, config_path: str | Path | Config, table: str, with_metadata: bool = False) -> list[dict]:
