@@ -12,6 +12,9 @@ from udfs.formats.arcion_internal_json import ArcionInternalJsonDecoder
 from udfs.formats.arcion_kafka_json import ArcionKafkaJsonDecoder
 from udfs.formats.cdl_json import CdlJsonDecoder
 from udfs.formats.debezium_json import DebeziumJsonDecoder
+from udfs.formats.dts_avro import DtsAvroDecoder
+from udfs.formats.dts_canal_json import CanalJsonDecoder, DtsCanalJsonDecoder
+from udfs.formats.dts_shareplex_json import DtsShareplexJsonDecoder
 from udfs.formats.lindorm_json import LindormJsonDecoder
 
 _DECODERS: list[type[Decoder]] = [
@@ -21,6 +24,10 @@ _DECODERS: list[type[Decoder]] = [
     ArcionKafkaJsonDecoder,
     CdlJsonDecoder,
     LindormJsonDecoder,
+    DtsCanalJsonDecoder,
+    CanalJsonDecoder,
+    DtsShareplexJsonDecoder,
+    DtsAvroDecoder,
 ]
 
 #: identifier -> decoder class
