@@ -132,6 +132,9 @@ class Decoder:
     framings: ClassVar[tuple[str, ...]] = ("lines",)
     #: Feed options this format understands (besides the common ones).
     option_names: ClassVar[tuple[str, ...]] = ()
+    #: The record is binary (Avro): framings hand it over as base64 text, never as
+    #: UTF-8 text (see ``udfs.framing``).
+    binary_values: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
 from udfs.config import Config, load_config
 
+#: decimal arithmetic wide enough for 38 digits (the default context has 28)
+_EXACT = Context(prec=100)
 TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 
 
@@ -53,7 +56,11 @@ def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
     from pyspark.sql import types as T  # noqa: N812 - the PySpark convention
 
     floats = {f.name for f in df.schema.fields if isinstance(f.dataType, (T.FloatType, T.DoubleType))}
-    decimals = {f.name for f in df.schema.fields if isinstance(f.dataType, T.DecimalType)}
+    # name -> the quantum of its scale: Spark hands some decimals over in exponent form
+    # (-1.00E-10 for -0.0000000001 in decimal(38,10)); quantized, they print every digit
+    decimals = {
+        f.name: Decimal(1).scaleb(-f.dataType.scale) for f in df.schema.fields if isinstance(f.dataType, T.DecimalType)
+    }
     view = "_cdc_export_rows"
     df.createOrReplaceTempView(view)
     rendered = spark.sql(f"select {', '.join(_json_ready_columns(df))} from {view}")
@@ -68,7 +75,7 @@ def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
                     text = value
             elif name in decimals and value is not None:
                 # decimal.Decimal, plain notation with every digit of its scale
-                text = json.dumps(format(value, "f"))
+                text = json.dumps(format(_EXACT.quantize(value, decimals[name]), "f"))
             else:
                 text = json.dumps(value, ensure_ascii=False)
             parts.append(f"{json.dumps(name, ensure_ascii=False)}: {text}")

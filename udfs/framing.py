@@ -9,14 +9,28 @@ Decisions:
 * ``lines``: records are separated by ``\\n``; a trailing ``\\r`` (CRLF files) and a
   UTF-8 BOM at the start of the file are removed; blank lines are not records.
 * ``documents``: concatenated JSON values separated by whitespace (pretty-printed
-  objects). When a document cannot be parsed the remainder of the file is one
-  record with the reason, since its end cannot be found.
+  objects). When a document cannot be parsed (also: nested too deeply) the remainder
+  of the file is one record with the reason, since its end cannot be found.
 * ``kcat``: ``kcat -C -J`` lines; ``payload`` and ``key`` are text holding the Kafka
-  value and key; a null payload is a tombstone (``text is None``).
+  value and key; a null payload is a tombstone (``text is None``). A line whose
+  metadata does not fit the record columns (a ``topic`` that is not text, a
+  ``partition`` beyond int, an ``offset``/``ts`` beyond bigint, text that is not valid
+  Unicode such as a lone ``\\ud800`` escape) is one quarantined record.
 * ``kafka_parquet``: a parquet file with the columns Spark's Kafka source produces
   (``key``, ``value`` binary, ``topic``, ``partition``, ``offset``, ``timestamp``).
+* ``length_prefixed``: binary records one after another, each a 4-byte big-endian
+  unsigned length followed by that many bytes (a Kafka value dump without metadata).
+  A length that runs past the end of the file makes the rest one quarantined record
+  (``truncated``).
+* Formats whose records are binary (``Decoder.binary_values``: DTS Avro) get each
+  value as **base64 text** from ``kafka_parquet`` and ``length_prefixed``; the
+  quarantine then keeps it as base64.
 * ``csv``: RFC-4180 rows (quoted fields may hold newlines and doubled quotes). With
   the feed option ``header: true`` the first row names the columns.
+
+Invalid UTF-8 quarantines only the record that holds it (``lines``, ``documents``,
+``csv``): the file is decoded with ``surrogateescape``, split, and each record's bytes
+are checked on their own; the bad record keeps its raw bytes as base64.
 """
 
 from __future__ import annotations
@@ -26,7 +40,7 @@ import io
 import json
 from dataclasses import dataclass
 
-FRAMINGS = ("lines", "documents", "kcat", "kafka_parquet", "csv")
+FRAMINGS = ("lines", "documents", "kcat", "kafka_parquet", "csv", "length_prefixed")
 
 
 @dataclass
@@ -61,6 +75,19 @@ def _strip_bom(content: bytes) -> bytes:
     return content[3:] if content.startswith(b"\xef\xbb\xbf") else content
 
 
+def _escaped(text: str, index: int, error: str | None = None, **fields: object) -> RawRecord:
+    """A record cut out of text decoded with ``surrogateescape``: invalid UTF-8 in it
+    makes it a quarantined record with its raw bytes as base64 (its neighbours stay)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = text.encode("utf-8", "surrogateescape")
+        at = len(text[: exc.start].encode("utf-8", "surrogateescape"))
+        reason = f"invalid UTF-8 at byte {at}" + (f"; {error}" if error else "")
+        return RawRecord(index, None, error=reason, raw_b64=base64.b64encode(raw).decode(), **fields)  # type: ignore[arg-type]
+    return RawRecord(index, text, error=error, **fields)  # type: ignore[arg-type]
+
+
 def split_lines(content: bytes) -> list[RawRecord]:
     out = []
     index = 0
@@ -75,10 +102,7 @@ def split_lines(content: bytes) -> list[RawRecord]:
 
 
 def split_documents(content: bytes) -> list[RawRecord]:
-    whole = _utf8(_strip_bom(content), 0)
-    if whole.text is None:
-        return [whole]
-    text = whole.text
+    text = _strip_bom(content).decode("utf-8", "surrogateescape")
     decoder = json.JSONDecoder()
     out: list[RawRecord] = []
     pos, n = 0, len(text)
@@ -90,9 +114,12 @@ def split_documents(content: bytes) -> list[RawRecord]:
         try:
             _, end = decoder.raw_decode(text, pos)
         except ValueError as exc:
-            out.append(RawRecord(len(out), text[pos:], error=f"not JSON: {exc}"))
+            out.append(_escaped(text[pos:], len(out), error=f"not JSON: {exc}"))
             return out
-        out.append(RawRecord(len(out), text[pos:end]))
+        except RecursionError:
+            out.append(_escaped(text[pos:], len(out), error="not JSON: nested too deeply"))
+            return out
+        out.append(_escaped(text[pos:end], len(out)))
         pos = end
 
 
@@ -106,35 +133,81 @@ def split_kcat(content: bytes) -> list[RawRecord]:
             msg = json.loads(rec.text)
             if not isinstance(msg, dict) or "payload" not in msg:
                 raise ValueError("no payload field")
-            payload, key = msg.get("payload"), msg.get("key")
+            payload, key, topic = msg.get("payload"), msg.get("key"), msg.get("topic")
             if payload is not None and not isinstance(payload, str):
                 raise ValueError("payload is not text")
+            if topic is not None and not isinstance(topic, str):
+                raise ValueError("topic is not text")
+            key = key if isinstance(key, str) or key is None else json.dumps(key)
+            for text in (payload, key, topic):
+                if text is not None:
+                    text.encode("utf-8")  # a lone surrogate escape is not Unicode text
             out.append(
                 RawRecord(
                     rec.record_index,
                     payload,
-                    kafka_key=key if isinstance(key, str) or key is None else json.dumps(key),
-                    kafka_topic=msg.get("topic"),
-                    kafka_partition=_int_or_none(msg.get("partition")),
+                    kafka_key=key,
+                    kafka_topic=topic,
+                    kafka_partition=_int_or_none(msg.get("partition"), 31),
                     kafka_offset=_int_or_none(msg.get("offset")),
                     kafka_timestamp_ms=_int_or_none(msg.get("ts")),
                 )
             )
+        except RecursionError:
+            raw = base64.b64encode(rec.text.encode()).decode()
+            out.append(RawRecord(rec.record_index, None, error="not a kcat -J line: nested too deeply", raw_b64=raw))
         except (ValueError, TypeError) as exc:
             raw = base64.b64encode(rec.text.encode()).decode()
             out.append(RawRecord(rec.record_index, None, error=f"not a kcat -J line: {exc}", raw_b64=raw))
     return out
 
 
-def _int_or_none(value: object) -> int | None:
+def _int_or_none(value: object, bits: int = 63) -> int | None:
+    """An integer that fits a signed column of ``bits + 1`` bits (int: 31, bigint: 63)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"not an integer: {value!r}")
+    if not -(2**bits) <= value < 2**bits:
+        raise ValueError(f"integer out of range: {value}")
     return value
 
 
-def split_kafka_parquet(content: bytes) -> list[RawRecord]:
+def _binary(raw: bytes, index: int) -> RawRecord:
+    text = base64.b64encode(raw).decode()
+    return RawRecord(index, text, raw_b64=text)
+
+
+def split_length_prefixed(content: bytes) -> list[RawRecord]:
+    out: list[RawRecord] = []
+    pos, n = 0, len(content)
+    while pos < n:
+        if pos + 4 > n:
+            rest = content[pos:]
+            out.append(
+                RawRecord(
+                    len(out), None, error="truncated: length prefix cut short", raw_b64=base64.b64encode(rest).decode()
+                )
+            )
+            break
+        size = int.from_bytes(content[pos : pos + 4], "big")
+        if pos + 4 + size > n:
+            rest = content[pos:]
+            out.append(
+                RawRecord(
+                    len(out),
+                    None,
+                    error=f"truncated: {size} bytes announced, {n - pos - 4} left",
+                    raw_b64=base64.b64encode(rest).decode(),
+                )
+            )
+            break
+        out.append(_binary(content[pos + 4 : pos + 4 + size], len(out)))
+        pos += 4 + size
+    return out
+
+
+def split_kafka_parquet(content: bytes, binary_values: bool = False) -> list[RawRecord]:
     import pyarrow.parquet as pq
 
     try:
@@ -148,7 +221,10 @@ def split_kafka_parquet(content: bytes) -> list[RawRecord]:
         value = cols.get("value", [None] * n)[i]
         key = cols.get("key", [None] * n)[i]
         ts = cols.get("timestamp", [None] * n)[i]
-        rec = _utf8(value, i) if value is not None else RawRecord(i, None)
+        if value is None:
+            rec = RawRecord(i, None)
+        else:
+            rec = _binary(value, i) if binary_values else _utf8(value, i)
         if key is not None:
             try:
                 rec.kafka_key = key.decode("utf-8") if isinstance(key, bytes) else str(key)
@@ -163,19 +239,17 @@ def split_kafka_parquet(content: bytes) -> list[RawRecord]:
 
 
 def split_csv(content: bytes, header: bool = False) -> list[RawRecord]:
-    whole = _utf8(_strip_bom(content), 0)
-    if whole.text is None:
-        return [whole]
-    rows = _csv_rows(whole.text)
+    rows = _csv_rows(_strip_bom(content).decode("utf-8", "surrogateescape"))
     names: list[str] | None = None
     if header and rows:
         import csv
 
-        names = next(csv.reader([rows[0].rstrip("\r\n")]))
+        first = rows[0].rstrip("\r\n").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        names = next(csv.reader([first]), [])
         rows = rows[1:]
     out = []
     for i, row in enumerate(r for r in rows if r.strip()):
-        out.append(RawRecord(i, row.rstrip("\r\n"), header=names))
+        out.append(_escaped(row.rstrip("\r\n"), i, header=names))
     return out
 
 
@@ -193,9 +267,13 @@ def _csv_rows(text: str) -> list[str]:
     return rows
 
 
-def split_file(content: bytes, framing: str, options: dict | None = None) -> list[RawRecord]:
+def split_file(
+    content: bytes, framing: str, options: dict | None = None, binary_values: bool = False
+) -> list[RawRecord]:
     """Split ``content`` by ``framing``; see the module docstring for each framing."""
     options = options or {}
+    if framing == "length_prefixed":
+        return split_length_prefixed(content)
     if framing == "lines":
         return split_lines(content)
     if framing == "documents":
@@ -203,7 +281,7 @@ def split_file(content: bytes, framing: str, options: dict | None = None) -> lis
     if framing == "kcat":
         return split_kcat(content)
     if framing == "kafka_parquet":
-        return split_kafka_parquet(content)
+        return split_kafka_parquet(content, binary_values)
     if framing == "csv":
         return split_csv(content, header=bool(options.get("header", False)))
     raise ValueError(f"unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")

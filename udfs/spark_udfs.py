@@ -99,9 +99,18 @@ def read_records(paths: list[str | None], framings: list[str | None], options: l
             continue
         with open(local_path(path), "rb") as fh:
             content = fh.read()
-        feed_options = (json.loads(opts).get("options") or {}) if opts else {}
-        out.append([r.__dict__ for r in split_file(content, framing, feed_options)])
+        decoder_options = json.loads(opts) if opts else {}
+        feed_options = decoder_options.get("options") or {}
+        binary = _binary_values(decoder_options.get("format"))
+        out.append([r.__dict__ for r in split_file(content, framing, feed_options, binary)])
     return out
+
+
+def _binary_values(format_identifier: str | None) -> bool:
+    from udfs.formats import FORMATS
+
+    decoder = FORMATS.get(format_identifier or "")
+    return bool(decoder and decoder.binary_values)
 
 
 def list_files(root: str) -> Iterator[tuple[str, int, int]]:

@@ -27,10 +27,9 @@ Decisions
   ``commit_ts`` = ``sourceTimestamp`` (seconds); ``tx_id`` = ``sourceTxid``;
   ``sourcePosition``, the source type and version go to ``extras``.
 * The key is not in the record: ``tables.<t>.key`` gives it.
-* Input: the raw Kafka value bytes (:meth:`DtsAvroDecoder.decode_value`). The current
-  ``kafka_parquet`` framing hands decoders UTF-8 text only, so :meth:`decode` accepts a
-  record whose text is the base64 of the value (option ``value_encoding: base64``)
-  until the framing passes bytes.
+* Input: the raw Kafka value bytes (:meth:`DtsAvroDecoder.decode_value`). The format
+  is binary (``binary_values``), so the ``kafka_parquet`` and ``length_prefixed``
+  framings hand :meth:`decode` the value as base64 text.
 """
 
 from __future__ import annotations
@@ -123,8 +122,9 @@ class DtsAvroDecoder(Decoder):
 
     identifier: ClassVar[str] = "dts_avro"
     default_framing: ClassVar[str] = "kafka_parquet"
-    framings: ClassVar[tuple[str, ...]] = ("kafka_parquet",)
-    option_names: ClassVar[tuple[str, ...]] = ("value_encoding",)
+    framings: ClassVar[tuple[str, ...]] = ("kafka_parquet", "length_prefixed")
+    option_names: ClassVar[tuple[str, ...]] = ()
+    binary_values: ClassVar[bool] = True
 
     @classmethod
     def carries_key(cls, framing: str) -> bool:
@@ -133,8 +133,6 @@ class DtsAvroDecoder(Decoder):
     def decode(self, record: Record) -> list[Change]:
         if record.text is None:
             raise SkipRecord("tombstone")
-        if self.options.get("value_encoding") != "base64":
-            raise QuarantineError("dts_avro needs the raw Kafka value: set value_encoding: base64")
         try:
             raw = base64.b64decode(record.text, validate=True)
         except (binascii.Error, ValueError):

@@ -55,7 +55,6 @@ def decode(rec: dict) -> list:
 
 def test_registered_and_schema_round_trip() -> None:
     assert decoder_class("dts_avro") is DtsAvroDecoder
-    assert DtsAvroDecoder.framings == ("kafka_parquet",)
 
 
 def test_update_values_types_and_provided_columns() -> None:
@@ -111,9 +110,10 @@ def test_malformed() -> None:
         decode(record(objectName=None))
 
 
-def test_text_records_need_base64_until_the_framing_passes_bytes() -> None:
+def test_records_arrive_as_base64_of_the_value() -> None:
     raw = encode_record(record("INSERT"))
-    with pytest.raises(QuarantineError, match="raw Kafka value"):
-        DtsAvroDecoder({}).decode(Record(text="x"))
-    (c,) = DtsAvroDecoder({"value_encoding": "base64"}).decode(Record(text=base64.b64encode(raw).decode()))
+    with pytest.raises(QuarantineError, match="not base64"):
+        DtsAvroDecoder({}).decode(Record(text="not base64!"))
+    (c,) = DtsAvroDecoder({}).decode(Record(text=base64.b64encode(raw).decode()))
     assert c.op == "insert"
+    assert DtsAvroDecoder.binary_values and DtsAvroDecoder.framings == ("kafka_parquet", "length_prefixed")
