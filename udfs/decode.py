@@ -102,6 +102,17 @@ def _event_id(row: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
 
 
+#: a file name holds 255 bytes; `table_id=` takes 9 of them
+MAX_PARTITION_NAME_BYTES = 246
+#: characters Spark writes as %XX in a partition directory name (ExternalCatalogUtils)
+_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(0x20))
+
+
+def partition_name_bytes(table_id: str) -> int:
+    """Bytes of ``table_id`` as Spark writes it into a partition directory name."""
+    return sum(3 if ch in _ESCAPED else len(ch.encode("utf-8", "surrogatepass")) for ch in table_id)
+
+
 def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Turn one decoder :class:`Change` into changelog rows (one, or two for a key change)."""
     if change.op not in ("insert", "update", "delete", "snapshot", "truncate"):
@@ -121,6 +132,11 @@ def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[st
         table_id = configured
     else:
         table_id = ".".join(p.lower() for p in (change.source_db, change.source_schema, table) if p)
+    if partition_name_bytes(table_id) > MAX_PARTITION_NAME_BYTES:
+        raise QuarantineError(
+            f"table name {table_id[:60]!r}... is too long: the changelog and the state are partitioned by table, and "
+            f"its directory name would take {partition_name_bytes(table_id)} bytes (at most {MAX_PARTITION_NAME_BYTES})"
+        )
     base = {
         "source_db": change.source_db,
         "source_schema": change.source_schema,

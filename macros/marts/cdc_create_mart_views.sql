@@ -5,10 +5,15 @@
     own columns typed (a binary column also as `<column>__text`, its bytes as UTF-8
     text where they are valid UTF-8, else NULL), and the `_cdc_*` metadata columns.
 
+    A table whose view text would pass `max_view_text` characters (the embedded Derby
+    metastore keeps at most 32,700; a few hundred columns reach it) gets a parquet
+    table of the same name instead, rebuilt by every run.
+
     Arguments:
         columns_relation: the mart_columns relation (the post-hook passes `this`).
+        max_view_text: the longest view text to create as a view.
 #}
-{% macro cdc_create_mart_views(columns_relation) %}
+{% macro cdc_create_mart_views(columns_relation, max_view_text=30000) %}
     {% if not execute %}
         {% do return('') %}
     {% endif %}
@@ -39,8 +44,7 @@
                     ~ ' as string)) as ' ~ cdc_quote_identifier(column[0] ~ '__text')) %}
             {% endif %}
         {% endfor %}
-        {% set sql %}
-            create or replace view {{ marts }}.{{ cdc_quote_identifier(view['name']) }} as
+        {% set body %}
             select
                 {{ projections | join(',\n                ') }}{% if projections %},{% endif %}
                 last_op as _cdc_op,
@@ -51,7 +55,20 @@
             from {{ state }}
             where table_id = {{ cdc_string_literal(table_id) }} and not is_deleted
         {% endset %}
-        {% do run_query(sql) %}
+        {% set name = marts ~ '.' ~ cdc_quote_identifier(view['name']) %}
+        {% set existing = adapter.get_relation(database=none, schema=settings['marts_schema'], identifier=view['name']) %}
+        {% if body | length <= max_view_text %}
+            {% if existing is not none and existing.type != 'view' %}
+                {% do run_query('drop table if exists ' ~ name) %}
+            {% endif %}
+            {% do run_query('create or replace view ' ~ name ~ ' as ' ~ body) %}
+        {% else %}
+            {# too wide for the metastore's view text: a table, rebuilt by every run #}
+            {% if existing is not none %}
+                {% do run_query(('drop view if exists ' if existing.type == 'view' else 'drop table if exists ') ~ name) %}
+            {% endif %}
+            {% do run_query('create table ' ~ name ~ ' using parquet as ' ~ body) %}
+        {% endif %}
     {% endfor %}
     {% do return('') %}
 {% endmacro %}
