@@ -52,6 +52,8 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+        # base64() as one line: no MIME line breaks in exported binary values
+        .config("spark.sql.chunkBase64String.enabled", "false")
         .enableHiveSupport()
     )
     conf = dict(config.spark_conf) if isinstance(config, Config) else {}

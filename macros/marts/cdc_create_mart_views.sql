@@ -34,9 +34,10 @@
     {% for table_id, view in views.items() %}
         {% set projections = [] %}
         {% for column in view['columns'] %}
-            {% do projections.append(
-                cdc_typed_value('row[' ~ cdc_string_literal(column[0]) ~ ']', column[1])
-                ~ ' as ' ~ cdc_quote_identifier(column[0])) %}
+            {# a key column shows the key, also where no image provided it (an update that
+               arrived before the insert of its row) #}
+            {% set value = 'coalesce(row[' ~ cdc_string_literal(column[0]) ~ '], key[' ~ cdc_string_literal(column[0]) ~ '])' %}
+            {% do projections.append(cdc_typed_value(value, column[1]) ~ ' as ' ~ cdc_quote_identifier(column[0])) %}
             {% if column[1] | lower | trim == 'binary' %}
                 {# raw bytes (HBase cells, bytes columns) also as text where they are valid UTF-8 #}
                 {% do projections.append(

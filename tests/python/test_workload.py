@@ -5,6 +5,7 @@ No Spark here: these tests make sure the oracle of ``test_differential.py`` is r
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections import Counter
@@ -436,3 +437,202 @@ def test_write_files(tmp_path):
     assert {p.parent.name for p in paths} == {"lines", "kcat"}
     assert wl.main(["--seed", "2", "--events", "50", "--runs", "2", "--out", str(tmp_path / "m")]) == 0
     assert (tmp_path / "m" / "run1" / "lines").is_dir()
+
+
+# --------------------------------------------------------------------------- other formats
+
+
+def _decoder_options(case: str, feed: dict) -> str:
+    """The decoder options of a feed, as ``Config.decoder_options`` builds them (config order kept)."""
+    tables = {
+        t.name.lower(): {
+            "key": [k.lower() for k in t.key],
+            "columns": {c.name.lower(): c.type for c in t.columns},
+            "name": t.name,
+        }
+        for t in wl.case_tables(case)
+    }
+    opts = {"format": feed["format"], "framing": feed["framing"], "options": feed.get("options") or {}}
+    return json.dumps(opts | {"tables": tables})
+
+
+def _fold(row: dict | None, change: dict) -> dict | None:
+    """One changelog row applied as the merge does (reset on insert/snapshot/delete)."""
+    if change["op"] == "delete":
+        return None
+    out = {} if change["op"] in ("insert", "snapshot") or row is None else dict(row)
+    out.update({c: (change["after"] or {}).get(c) for c in change["after_cols"] or []})
+    return out
+
+
+@pytest.fixture(scope="module", params=list(wl.FORMAT_CASES))
+def case_events(request):
+    case = request.param
+    return case, wl.adapt_events(case, wl.generate(4, 300, wl.case_tables(case)), 4)
+
+
+def test_adapted_streams_mean_the_same(case_events):
+    """Adapting a stream to a format changes how it is said, not the rows it leaves."""
+    case, adapted = case_events
+    original = wl.generate(4, 300, wl.case_tables(case))
+    assert [e.position for e in adapted] == [e.position for e in original]
+    want = wl.reference_state(original)
+    got = wl.reference_state(adapted)
+    hbase = wl.hbase_table(case).name
+    if hbase in got:  # HBase cells are base64 of the text values
+        got[hbase] = {
+            tuple(base64.b64decode(k).decode() for k in key): {c: base64.b64decode(v).decode() for c, v in row.items()}
+            for key, row in got[hbase].items()
+        }
+    assert got == want
+    ops = Counter(e.op for e in adapted)
+    assert ops["d"] and ops["u"]
+    if case in ("arcion_internal_json", "lindorm_json"):
+        assert not ops["r"]  # no snapshot op in these formats
+    if case == "arcion_internal_json":
+        partial = [e for e in adapted if e.flavor == "partial" and e.op == "u"]
+        assert partial and all(set(e.before) == set(e.spec.key) for e in partial)
+        assert all(not set(e.after) & set(e.spec.key) for e in partial)
+    if case == "cdl_json":
+        assert {e.flavor for e in adapted} == {"1.0", "2.0"}
+        assert all(wl.UNAVAILABLE not in (e.after or {}).values() for e in adapted if e.flavor == "1.0")
+        assert any(wl.UNAVAILABLE in (e.after or {}).values() for e in adapted if e.flavor == "2.0")
+    if case == "debezium_logical":
+        assert any(
+            v == wl.UNAVAILABLE and e.spec.column(c).type.startswith("decimal")
+            for e in adapted
+            if e.op == "u"
+            for c, v in e.after.items()
+        )
+
+
+def test_case_renderers_decode_back(case_events):
+    """Every rendered record decodes, through the real decoder and the shared
+    normalization, to a change that leaves the row the reference model computes."""
+    from udfs.decode import decode_records
+    from udfs.framing import split_file
+
+    case, events = case_events
+    feeds = wl.case_feeds(case)
+    records = wl.render_case_records(case, events, random.Random(4))
+    ref: dict = {}
+    got: dict = {}
+    seqs: dict = {}
+    tombstones = 0
+    for ev, (group, lines, n_tomb) in zip(events, records, strict=True):
+        folder = group.partition("#")[0]
+        feed = next(f for f in feeds if f["path"] == folder)
+        opts = _decoder_options(case, feed)
+        framing = "csv" if feed["framing"] == "csv" else feed["framing"]
+        raw = [r for line in lines for r in split_file((line + "\n").encode(), framing, {})]
+        results = decode_records(opts, [r.text for r in raw], [r.kafka_key for r in raw])
+        assert results[0]["status"] == "ok", (ev, lines[0][:300], results[0])
+        assert [r["status"] for r in results[1:]] == ["skipped"] * n_tomb
+        tombstones += n_tomb
+        (change,) = results[0]["changes"]
+        key = (ev.table.lower(), wl.key_text(ev.spec, ev.key))
+        assert (change["table_id"], change["key_text"]) == key
+        ref.setdefault(ev.table, {})
+        after = wl._apply(ref[ev.table], ev)
+        got[key] = _fold(got.get(key), change)
+        # a column never provided and a provided NULL both read NULL in the mart
+        want = None if after is None else {c.lower(): v for c, v in wl.full_row(ev.spec, after).items()}
+        have = None if got[key] is None else {c.name.lower(): got[key].get(c.name.lower()) for c in ev.spec.columns}
+        assert have == want, (ev, change)
+        if change["seq"] is not None:
+            seqs.setdefault(key, []).append(change["seq"])
+    for key, s in seqs.items():  # per key, the decoded positions follow the source order
+        assert s == sorted(s), key
+        if case != "lindorm_json":
+            assert len(set(s)) == len(s), key
+    assert (tombstones > 0) == (case == "arcion_kafka_json")
+
+
+def test_case_specific_shapes():
+    ev = wl.adapt_events("arcion_internal_json", wl.generate(2, 300, wl.case_tables("arcion_internal_json")), 2)
+    counts = wl.arcion_operation_counts(ev)
+    totals = [sum(json.loads(c).values()) for c in counts]
+    assert totals == list(range(1, len(ev) + 1))  # cumulative: one more per event
+    upd = next(e for e in ev if e.op == "u" and e.flavor == "partial" and e.after)
+    doc = wl.render_arcion_internal_json(upd, counts[0])
+    assert doc["opType"] == "U"
+    assert {c for c, code in doc["exists"].items() if code == "2"} == set(upd.spec.key)
+    assert {c for c, code in doc["exists"].items() if code == "1"} == set(upd.after)
+    assert all(doc["after"][c] == "null" for c, code in doc["exists"].items() if code == "0")
+    cursor = json.loads(doc["cursor"])
+    assert (cursor["log"], cursor["position"]) == (f"log-bin.{upd.position[0]:06d}", upd.position[1])
+    # CSV: 3X+3 realtime fields, X snapshot fields
+    from udfs.formats.arcion_internal_csv import split_csv_row
+
+    ev = wl.adapt_events("arcion_internal_csv", wl.generate(2, 300, wl.case_tables("arcion_internal_csv")), 2)
+    for e in ev[:40]:
+        n = len(split_csv_row(wl.render_arcion_internal_csv(e, '{"insertCount":1}')))
+        assert n == (len(e.spec.columns) if e.op == "r" else 3 * len(e.spec.columns) + 3)
+    assert wl.arcion_csv_header(ev[0].spec, True).endswith("OPERATION,CURSOR,OPERATIONCOUNT")
+    # Arcion Kafka: empty images, not null
+    ev = wl.adapt_events("arcion_kafka_json", wl.generate(2, 300, wl.case_tables("arcion_kafka_json")), 2)
+    ins = next(e for e in ev if e.op == "c")
+    dele = next(e for e in ev if e.op == "d")
+    snap = next(e for e in ev if e.op == "r")
+    assert wl.render_arcion_kafka_json(ins, False)[1]["before"] == {}
+    key, value = wl.render_arcion_kafka_json(dele, True)
+    assert value["payload"]["after"] == {} and set(key) == {"schema", "payload"}
+    src = wl.render_arcion_kafka_json(snap, False)[1]["source"]
+    assert (src["snapshot"], src["file"], src["pos"]) == ("true", None, None)
+    # Lindorm SQL: a whole row unless NULLs are left out; HBase puts name their cells only
+    ev = wl.adapt_events("lindorm_json", wl.generate(2, 300, wl.case_tables("lindorm_json")), 2)
+    sql_upd = next(e for e in ev if e.op == "u" and e.spec.key != (wl.HBASE_ROW,))
+    assert set(wl.render_lindorm_json(sql_upd, False)["payload"]["after"]) == set(sql_upd.spec.column_names)
+    put = next(e for e in ev if e.spec.key == (wl.HBASE_ROW,) and e.op == "u" and len(e.after) < 4)
+    msg = wl.render_lindorm_json(put, False)
+    assert msg["schema"] == {} and msg["payload"]["op"] == "c" and msg["payload"]["after"] == put.after
+
+
+def test_decimal_bytes_and_timestamps():
+    from udfs.formats.connect_types import decode_value
+
+    field = {"type": "bytes", "name": wl.CONNECT_DECIMAL, "parameters": {"scale": "6"}}
+    for text in (
+        "0.000000",
+        "-0.000001",
+        "127.000000",
+        "-128.000000",
+        "0.000128",
+        "-12345678901234567890123456.123456",
+    ):
+        assert decode_value(wl.decimal_bytes(text), field)[0] == text
+    assert base64.b64decode(wl.decimal_bytes("-0.000128")) == b"\x80"
+    assert base64.b64decode(wl.decimal_bytes("0.000128")) == b"\x00\x80"
+    ts = {"type": "int64", "name": wl.MICRO_TIMESTAMP}
+    for micros in (0, 1, -1, 1_700_000_000_123_456, -631_152_000_000_001):
+        text = wl.micros_text(micros)
+        assert wl.text_micros(text) == micros
+        assert decode_value(micros, ts)[0] == text
+
+
+@pytest.mark.parametrize("case", list(wl.FORMAT_CASES))
+def test_deliver_case(case):
+    from udfs.framing import split_file
+
+    events = wl.adapt_events(case, wl.generate(6, 250, wl.case_tables(case)), 6)
+    runs = wl.deliver_case(case, events, 6, 3)
+    assert runs == wl.deliver_case(case, events, 6, 3)
+    delivered = wl.delivered_events(runs)
+    assert {e.position for e in delivered} == {e.position for e in events}
+    assert len(delivered) > len(events)  # duplicates
+    feeds = {f["name"] for f in wl.case_feeds(case)}
+    for files in runs:
+        for f in files:
+            assert wl.feed_of_path(case, f.path) in feeds
+            assert max(Counter(e.position for e in f.events).values()) == 1
+            header = f.framing == "csv"  # the header row is not a record
+            assert len(split_file(f.content, f.framing, {"header": header})) == f.n_records
+            if header:
+                first = f.content.decode("utf-8").splitlines()[0]
+                assert first.endswith("OPERATION,CURSOR,OPERATIONCOUNT") == any(e.op != "r" for e in f.events)
+    heartbeats = sum(f.n_heartbeats for files in runs for f in files)
+    tombstones = sum(f.n_tombstones for files in runs for f in files)
+    assert (heartbeats > 0) == (case == "cdl_json")
+    assert (tombstones > 0) == (case in ("arcion_kafka_json", "debezium_logical"))
+    if case == "arcion_kafka_json":  # a tombstone after every delete (originals, not re-deliveries)
+        assert tombstones == sum(1 for e in events if e.op == "d")

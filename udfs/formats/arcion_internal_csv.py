@@ -5,7 +5,10 @@ an escaped quote, newlines allowed inside quotes; one trailing line break is all
 feed (a file) carries one table of X columns, and each row is either
 
 * a **snapshot** row: X values -> op ``snapshot``, ``after`` = every column
-  (``after_cols`` ``None``: the whole row);
+  (``after_cols`` ``None``: the whole row). It has no cursor: ``seq`` is the lowest
+  position ``seq_of(0, 0, 0)``, so it orders before every realtime change of its key
+  (the order key puts a null ``seq`` after every position), and snapshot rows among
+  themselves keep file order;
 * a **realtime** row: 3X+3 fields, X triplets ``(NEW_VAL, OLD_VAL, EXISTS_VAL)`` in the
   table's column order, then the op (``I``/``U``/``D``), the ``cursor`` JSON and the
   ``operationcount`` JSON. EXISTS is 0 (in neither image), 1 (NEW provided),
@@ -54,7 +57,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from udfs.contract import Change, Decoder, QuarantineError, Record, SkipRecord
+from udfs.contract import Change, Decoder, QuarantineError, Record, SkipRecord, seq_of
 from udfs.formats.arcion_internal_json import OP_TYPES, images_from_exists, metadata, parse_exists
 
 #: one field: (text, was it quoted)
@@ -204,6 +207,7 @@ class ArcionInternalCsvDecoder(Decoder):
                     op="snapshot",
                     source_table=table,
                     after={col: _text(f) for col, f in zip(columns, fields, strict=True)},
+                    seq=seq_of(0, 0, 0),  # no cursor: before every realtime change
                 )
             ]
         if n != 3 * x + 3:

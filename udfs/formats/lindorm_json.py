@@ -9,14 +9,19 @@ Two kinds of tables share the format:
 * **SQL tables** send whole rows. An update whose ``after`` lacks a column that
   ``before`` has means the column was deleted: it becomes NULL. So for an update with
   a before image, ``after_cols`` = every column of ``before`` and ``after``, the missing
-  ones set to ``None``. Columns named in neither image are unknown to the event and
-  keep their value (the decoder sees one event at a time).
+  ones set to ``None``. The same holds for the columns ``cdc.yml`` configures for the
+  table (``tables.<t>.columns``): ``after`` is the whole row, so a configured column it
+  lacks is NULL, even when ``before`` lacks it too (Lindorm stores no cell for NULL, so
+  a column that was NULL is in neither image; were it kept, a late update delivered
+  after this one would leave a stale value until it arrives). Other columns named in
+  neither image are unknown to the event and keep their value.
 * **HBase tables** send cells: the row key column is ``ROW``, other columns are
   ``family_qualifier``, every value is base64 of raw bytes. The base64 text is kept as
   the value (type ``binary`` for the non-key columns; ``ROW`` stays base64 text with no
   declared type so it can be a plain string merge key). A put (``c`` or ``u``; the
-  spec's "update" sample is a ``c``) writes only the given cells: ``after_cols`` = the
-  given cells, so the merge leaves the others alone. ``d`` deletes the row.
+  spec's "update" sample is a ``c``) writes only the given cells: it is an ``update``
+  (an insert would start the row afresh in the merge) with ``after_cols`` = the given
+  cells, so the merge leaves the others alone. ``d`` deletes the row.
 
 Which kind: option ``table_kind`` ``sql``, ``hbase`` or ``auto`` (default). ``auto``
 treats a message as HBase when its image has a ``ROW`` column and every value is a
@@ -35,6 +40,7 @@ import base64
 import binascii
 from typing import Any, ClassVar
 
+from udfs.config import match_table
 from udfs.contract import Change, Decoder, QuarantineError, Record, SkipRecord, loads_exact, seq_of
 from udfs.formats.connect_types import decode_row, field_schemas, split_envelope
 
@@ -136,8 +142,10 @@ class LindormJsonDecoder(Decoder):
             kind = "hbase" if looks_like_hbase(after if op != "delete" else before) else "sql"
         if kind == "hbase":
             images = self._hbase(op, before, after)
+            if op == "insert":
+                op = "update"  # a put of some cells, not a new row: keep the other cells
         else:
-            images = self._sql(op, before, after, field_schemas(schema))
+            images = self._sql(op, before, after, field_schemas(schema), self._configured_columns(source))
 
         ts_ms = _ms(source.get("ts_ms"), "source.ts_ms")
         capture_ms = _ms(payload.get("ts_ms"), "ts_ms")
@@ -160,21 +168,38 @@ class LindormJsonDecoder(Decoder):
             )
         ]
 
+    def _configured_columns(self, source: dict[str, Any]) -> list[str]:
+        """The columns ``cdc.yml`` configures for the message's table (``[]`` if none)."""
+        tables = self.options.get("tables") or {}
+        db, namespace = source.get("db"), source.get("namespace")
+        table_id = match_table(
+            tables, None if db is None else str(db), None if namespace is None else str(namespace), str(source["table"])
+        )
+        entry = tables.get(table_id) if table_id else None
+        if not isinstance(entry, dict):
+            return []
+        return [str(c) for c in entry.get("column_order") or entry.get("columns") or []]
+
     @staticmethod
     def _sql(
         op: str,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
         fields: dict[str, dict[str, Any]],
+        configured: list[str] | None = None,
     ) -> dict[str, Any]:
         # Lindorm is not Debezium-based: "__debezium_unavailable_value" is plain data here
         after_v, after_types, _ = decode_row(after, fields.get("after"), placeholders=False)
         before_v, before_types, _ = decode_row(before, fields.get("before"), placeholders=False)
         after_cols = None
-        if op == "update" and after_v is not None and before_v is not None:
-            # a column in before but not in after was deleted: it becomes NULL
-            for column in before_v:
-                after_v.setdefault(column, None)
+        if op == "update" and after_v is not None and (before_v is not None or configured):
+            # after is the whole row: a column before or the configuration knows and
+            # after lacks was deleted (or is still NULL): it is NULL now
+            present = {column.lower() for column in after_v}
+            for column in [*(before_v or {}), *(configured or [])]:
+                if column.lower() not in present:
+                    after_v[column] = None
+                    present.add(column.lower())
             after_cols = list(after_v)
         return {
             "before": before_v,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from udfs.contract import Change, QuarantineError, Record, SkipRecord
+from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
 from udfs.formats.arcion_internal_csv import ArcionInternalCsvDecoder, columns_from_header, split_csv_row
 
 ARCION = Path(__file__).resolve().parents[3].parent / "shared" / "corpora" / "arcion"
@@ -142,7 +142,7 @@ def test_snapshot_row_with_header_and_with_config() -> None:
         after={"r_regionkey": "0", "r_name": " AFRICA ", "r_comment": "AFRICA"},
         after_cols=None,
         before=None,
-        seq=None,
+        seq=seq_of(0, 0, 0),
         commit_ts_us=None,
         extras={},
     )
@@ -276,3 +276,17 @@ def test_configured_column_order_survives_the_pipeline_options(tmp_path: Path) -
     (result,) = decode_records(options_json, [read("snapshot-row.csv").rstrip("\n")])
     assert result["status"] == "ok", result["reason"]
     assert result["changes"][0]["after"] == {"r_regionkey": "0", "r_name": " AFRICA ", "r_comment": "AFRICA"}
+
+
+def test_snapshot_row_orders_before_realtime_changes() -> None:
+    """A snapshot row has no cursor. With a null ``seq`` the order key (``seq`` first, a
+    null ``seq`` after every position) put it after the realtime changes of its key: a
+    later update was overwritten by the older snapshot image and a deleted row came back
+    (found by the differential test). It gets the lowest position instead."""
+    options = {"table": "region", "tables": {"region": {"columns": {"r_regionkey": "int", "r_name": "string"}}}}
+    snap = ArcionInternalCsvDecoder(options).decode(Record("10,India"))[0]
+    cursor = '"{""log"":""log-bin.000001"",""position"":4,""logSeqNum"":0,""timestamp"":1}"'
+    delete = ArcionInternalCsvDecoder(options).decode(Record(f'NULL,10,2,NULL,NULL,0,D,{cursor},"{{}}"'))[0]
+    assert snap.seq is not None and delete.seq is not None
+    assert snap.seq < delete.seq
+    assert snap.seq == seq_of(0, 0, 0)

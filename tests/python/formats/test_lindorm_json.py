@@ -324,7 +324,7 @@ def test_spec_hbase_put() -> None:
     assert b64("user1") == "dXNlcjE=" and b64("lucky") == "bHVja3k="
     assert decode(SPEC_HBASE_PUT) == [
         Change(
-            op="insert",
+            op="update",  # a put (the spec's "update" sample): only the given cells
             source_table="customers",
             source_db="ld-xxxx",
             source_schema="default",
@@ -353,6 +353,40 @@ def test_hbase_put_writes_only_given_cells() -> None:
     assert change.op == "update"
     assert change.after_cols == ["ROW", "f_age"]
     assert change.key == {"ROW": b64("user1")}
+
+
+def test_hbase_put_c_keeps_the_cells_it_does_not_name() -> None:
+    # Lindorm sends every put as `c` (the spec's update sample). Decoded as an insert, the
+    # merge would start the row afresh and drop f_age written by an earlier put.
+    first = {"ROW": b64("user1"), "f_age": b64("42")}
+    second = {"ROW": b64("user1"), "f_name": b64("lucky")}
+    changes = [decode(hbase_message("c", None, image))[0] for image in (first, second)]
+    assert [c.op for c in changes] == ["update", "update"]
+    row: dict = {}
+    for c in changes:  # the merge's fold: an update sets the provided cells only
+        row.update({col: c.after[col] for col in c.after_cols})
+    assert row == {"ROW": b64("user1"), "f_age": b64("42"), "f_name": b64("lucky")}
+
+
+def test_sql_update_sets_configured_columns_it_lacks_to_null() -> None:
+    """``after`` is the whole row. A column that is NULL before and after the update is in
+    neither image (Lindorm stores no cell for NULL): it must still read NULL, or a stale
+    value stays when an earlier update (that set it NULL) arrives late (found by the
+    differential test). The configured columns name it."""
+    doc = json.loads(SPEC_SQL_COLUMN_DELETE)
+    del doc["payload"]["before"]["last_name"]
+    tables = {"default.customers": {"key": ["id"], "columns": {"id": "string", "first_name": "string",
+                                                                "last_name": "string", "email": "string"}}}  # fmt: skip
+    (change,) = LindormJsonDecoder({"tables": tables}).decode(Record(json.dumps(doc)))
+    assert change.after == {"id": "1004", "first_name": "Anne Marie", "last_name": None, "email": None}
+    assert change.after_cols == ["id", "first_name", "last_name", "email"]
+    # without configured columns only the before image's columns are known
+    (change,) = LindormJsonDecoder({}).decode(Record(json.dumps(doc)))
+    assert change.after_cols == ["id", "first_name"]
+    # a configured column the event spells in another case is not added twice
+    tables["default.customers"]["columns"] = {"ID": "string", "FIRST_NAME": "string", "last_name": "string"}
+    (change,) = LindormJsonDecoder({"tables": tables}).decode(Record(json.dumps(doc)))
+    assert change.after_cols == ["id", "first_name", "last_name"]
 
 
 def test_hbase_delete() -> None:
