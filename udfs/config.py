@@ -148,6 +148,10 @@ def load_config(path: str | Path) -> Config:
             raise ConfigError(f"{where}: options must be a mapping")
         allowed = set(decoder.option_names) | {"header"}
         _unknown(options, allowed, f"{where} options")
+        try:  # the decoder validates its own options (a bad regex, an unknown kind...)
+            decoder({k: v for k, v in options.items() if k != "header"})
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{where}: bad options for format {fmt}: {exc}") from None
         feeds.append(Feed(name, fmt, feed_path, framing, options))
 
     tables: dict[str, TableConfig] = {}
@@ -176,7 +180,7 @@ def load_config(path: str | Path) -> Config:
         tables[table_id] = TableConfig(
             str(name), table_id, [k.lower() for k in key], {str(c).lower(): v.strip() for c, v in columns.items()}
         )
-        if not key and not any(FORMATS[fd.format].carries_key(fd.framing) for fd in feeds):
+        if not key and not any(FORMATS[fd.format].carries_key(fd.framing, fd.options) for fd in feeds):
             raise ConfigError(f"{where} has no key: the events of its feeds do not carry one, so set tables.{name}.key")
     spark_conf = raw.get("spark") or {}
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):

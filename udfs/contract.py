@@ -140,7 +140,7 @@ class Decoder:
         self.options = dict(options or {})
 
     @classmethod
-    def carries_key(cls, framing: str) -> bool:
+    def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
         """Whether records of this format in ``framing`` name their primary key.
 
         When they do not, every table of the feed needs ``key:`` in ``cdc.yml``.

@@ -148,7 +148,7 @@ class CdlJsonDecoder(Decoder):
             raise ValueError(f"cdl_json: lsn_format must be auto or hex, not {self._lsn_format!r}")
 
     @classmethod
-    def carries_key(cls, framing: str) -> bool:
+    def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
         """Every CDL message names its primary key (``unique``), whatever the framing,
         so a configured CDL table needs no ``key:``."""
         return True

@@ -127,7 +127,7 @@ class DtsAvroDecoder(Decoder):
     binary_values: ClassVar[bool] = True
 
     @classmethod
-    def carries_key(cls, framing: str) -> bool:
+    def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
         return False
 
     def decode(self, record: Record) -> list[Change]:

@@ -227,7 +227,7 @@ class DtsCanalJsonDecoder(Decoder):
             raise ValueError(f"{self.identifier}: order must be id or es, not {self._order!r}")
 
     @classmethod
-    def carries_key(cls, framing: str) -> bool:
+    def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
         """Canal messages name their key (``pkNames``) in every framing."""
         return True
 

@@ -97,6 +97,12 @@ class LindormJsonDecoder(Decoder):
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "documents")
     option_names: ClassVar[tuple[str, ...]] = ("table_kind",)
 
+    @classmethod
+    def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
+        """HBase tables carry their key (``ROW``); SQL tables need ``tables.<t>.key``."""
+        kind = str((options or {}).get("table_kind") or "auto").lower()
+        return kind == "hbase" or super().carries_key(framing, options)
+
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
         self.table_kind = str(self.options.get("table_kind") or "auto").lower()

@@ -1,0 +1,59 @@
+"""``cdc.yml`` validation (pure, no Spark): every problem is named before any work."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from udfs.config import ConfigError, load_config
+from udfs.formats import FORMATS
+
+
+def _write(tmp_path, feeds, tables=None, **extra):
+    (tmp_path / "landing").mkdir(exist_ok=True)
+    path = tmp_path / "cdc.yml"
+    path.write_text(yaml.safe_dump({"feeds": feeds, "tables": tables or {}, **extra}))
+    return path
+
+
+def feed(fmt, **kw):
+    return {"name": "f", "format": fmt, "path": "landing", **kw}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_every_format_loads_with_its_default_framing(tmp_path, fmt):
+    config = load_config(_write(tmp_path, [feed(fmt)], {"t": {"key": ["id"]}}))
+    assert config.feeds[0].framing == FORMATS[fmt].default_framing
+
+
+@pytest.mark.parametrize(
+    ("bad_feed", "tables", "message"),
+    [
+        (feed("nope"), {}, "unknown format 'nope'"),
+        (feed("debezium_json", framing="csv"), {}, "does not come in framing 'csv'"),
+        (feed("debezium_json", path="missing"), {}, "does not exist"),
+        (feed("debezium_json"), {"t": {}}, "table 't' has no key"),
+        (feed("lindorm_json", options={"table_kind": "hbase2"}), {}, "bad options for format lindorm_json"),
+        (feed("dts_canal_json", options={"table_include": "(unclosed"}), {}, "bad options for format dts_canal_json"),
+        (feed("debezium_json", options={"nope": 1}), {}, "unknown setting(s) nope"),
+        (feed("debezium_json"), {"t": {"key": ["id"], "columns": {"id": "integr"}}}, "not a Spark SQL type"),
+    ],
+)
+def test_wrong_config_names_the_problem(tmp_path, bad_feed, tables, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, [bad_feed], tables))
+    assert message in str(err.value)
+
+
+def test_tables_whose_events_carry_their_key_need_no_key(tmp_path):
+    for fmt, options in (("cdl_json", {}), ("dts_canal_json", {}), ("lindorm_json", {"table_kind": "hbase"})):
+        load_config(_write(tmp_path, [feed(fmt, options=options)], {"t": {"columns": {"row": "string"}}}))
+    with pytest.raises(ConfigError, match="has no key"):
+        load_config(_write(tmp_path, [feed("lindorm_json")], {"t": {}}))
+
+
+def test_spark_settings_are_text(tmp_path):
+    config = load_config(
+        _write(tmp_path, [feed("debezium_json")], spark={"hive.server2.authentication": "LDAP", "x.flag": True})
+    )
+    assert config.spark_conf == {"hive.server2.authentication": "LDAP", "x.flag": "true"}
