@@ -208,6 +208,8 @@ def decode_records(
     options_json: str,
     texts: list[str | None],
     kafka_keys: list[str | None] | None = None,
+    source_files: list[str | None] | None = None,
+    headers: list[list[str] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode a batch of records of one feed; one result dict per record (see module doc)."""
     results: list[dict[str, Any]] = []
@@ -218,9 +220,12 @@ def decode_records(
         return [{"status": "quarantined", "reason": reason, "changes": None} for _ in texts]
     tables = opts.get("tables") or {}
     keys = kafka_keys if kafka_keys is not None else [None] * len(texts)
-    for text, kafka_key in zip(texts, keys, strict=True):
+    files = source_files if source_files is not None else [None] * len(texts)
+    heads = headers if headers is not None else [None] * len(texts)
+    for text, kafka_key, source_file, header in zip(texts, keys, files, heads, strict=True):
         try:
-            changes = decoder.decode(Record(text=text, kafka_key=kafka_key))
+            record = Record(text=text, kafka_key=kafka_key, source_file=source_file, header=header)
+            changes = decoder.decode(record)
             rows: list[dict[str, Any]] = []
             for change in changes:
                 rows.extend(normalize(change, tables))

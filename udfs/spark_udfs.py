@@ -6,8 +6,9 @@ Arrow array out; no row-at-a-time Python UDF) or a table function, registered un
 
 ``cdc_read_records(path, framing, options)``
     the records of one landing file, as ``array<struct<...>>`` (see ``RECORDS_DDL``).
-``cdc_decode(options, text, kafka_key)``
-    one record decoded into changelog rows (see ``udfs.decode``).
+``cdc_decode(options, text, kafka_key, source_file, header)``
+    one record decoded into changelog rows (see ``udfs.decode``); ``source_file`` and
+    ``header`` (a CSV file's header row) are for the decoders that need them.
 ``cdc_widest_type(types)``
     the mart type of a column declared with ``types`` (``array<string>``), and the
     conflict when they do not widen to one (see :mod:`udfs.types`).
@@ -42,7 +43,8 @@ from udfs.types import widest_type
 
 RECORDS_DDL = (
     "array<struct<record_index:int, text:string, error:string, raw_b64:string, kafka_key:string, "
-    "kafka_topic:string, kafka_partition:int, kafka_offset:bigint, kafka_timestamp_ms:bigint>>"
+    "kafka_topic:string, kafka_partition:int, kafka_offset:bigint, kafka_timestamp_ms:bigint, "
+    "header:array<string>>>"
 )
 LIST_FILES_DDL = "path string, size bigint, modified_us bigint"
 
@@ -213,7 +215,9 @@ def register(spark: Any) -> None:
         return pa.array(read_records(path.to_pylist(), framing.to_pylist(), options.to_pylist()), type=records_type)
 
     @arrow_udf(DECODE_RESULT_DDL)  # type: ignore[misc]
-    def cdc_decode(options: pa.Array, text: pa.Array, kafka_key: pa.Array) -> pa.Array:
+    def cdc_decode(
+        options: pa.Array, text: pa.Array, kafka_key: pa.Array, source_file: pa.Array, header: pa.Array
+    ) -> pa.Array:
         if os.environ.get("CDC_KILL_DURING_DECODE") == "1":
             # crash tests: the whole `cdc run` (its process group) dies while decoding
             import signal
@@ -222,13 +226,17 @@ def register(spark: Any) -> None:
         opts = options.to_pylist()
         texts = text.to_pylist()
         keys = kafka_key.to_pylist()
+        files = source_file.to_pylist()
+        headers = header.to_pylist()
         results: list[Any] = [None] * len(texts)
         # A batch nearly always holds one feed: decode each feed's rows together.
         by_options: dict[str, list[int]] = {}
         for i, o in enumerate(opts):
             by_options.setdefault(o or "{}", []).append(i)
         for o, idx in by_options.items():
-            decoded = decode_records(o, [texts[i] for i in idx], [keys[i] for i in idx])
+            decoded = decode_records(
+                o, [texts[i] for i in idx], [keys[i] for i in idx], [files[i] for i in idx], [headers[i] for i in idx]
+            )
             for i, r in zip(idx, decoded, strict=True):
                 results[i] = r
         return pa.array(results, type=decode_type)

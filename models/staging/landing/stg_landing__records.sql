@@ -32,7 +32,8 @@ all_records as (
         rec.kafka_topic,
         rec.kafka_partition,
         rec.kafka_offset,
-        rec.kafka_timestamp_ms
+        rec.kafka_timestamp_ms,
+        rec.header
     from read_files
         lateral view explode(records) exploded as rec
 ),
@@ -54,7 +55,7 @@ records as (
 decoded as (
     select
         records.*,
-        cdc_decode(decoder_options, text, kafka_key) as result
+        cdc_decode(decoder_options, text, kafka_key, source_file, header) as result
     from records
 ),
 
