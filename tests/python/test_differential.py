@@ -13,7 +13,7 @@ Seeds: ``[1, 2]`` by default; set ``CDC_DIFF_SEEDS="1,2,3,..."`` for more and
 
 The other formats (:data:`workload.FORMAT_CASES`: Arcion internal JSON and CSV, Arcion
 JSON CDC for Kafka, Huawei CDL 1.0/2.0, Lindorm SQL and HBase tables, Debezium with
-logical types) are checked the same way by :func:`test_format_matches_reference`: each
+logical types, Alibaba Cloud DTS Canal JSON, Shareplex JSON and Avro) are checked the same way by :func:`test_format_matches_reference`: each
 format case renders its own random stream (restricted by :func:`workload.adapt_events`
 to what the format can express) over its own tables, and all cases share one
 configuration (one feed or two per case) so that one pipeline run serves them all;
@@ -288,7 +288,7 @@ def write_formats_config(root: Path, seed: int) -> Path:
 class FormatRun:
     """What one pipeline run of the multi-format configuration left behind."""
 
-    audit: dict[str, dict[str, Any]]  # feed -> files, records, changes, quarantined, skipped, by_reason
+    audit: dict[str, dict[str, Any]]  # feed -> files, records, change_records, changes, quarantined, skipped, by_reason
     quarantine: dict[str, list[tuple[str, str]]]  # feed -> [(reason, raw record head)]
     marts: dict[str, Any]  # table name -> {_cdc_key: typed row} (or the error reading them)
     exported: dict[str, list[dict[str, Any]]]  # table name -> rows as `cdc export --with-metadata` gives them
@@ -306,16 +306,19 @@ class FormatRuns:
 
 def _audit_by_feed(spark: Any, schema: str, run_id: str) -> dict[str, dict[str, Any]]:
     rows = spark.sql(
-        f"select feed, records_read, changes_emitted, quarantined, skipped, skipped_by_reason "
+        f"select feed, records_read, change_records, changes_emitted, quarantined, skipped, skipped_by_reason "
         f"from {schema}.audit_files where run_id = '{run_id}'"
     ).collect()
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
         a = out.setdefault(
-            r["feed"], {"files": 0, "records": 0, "changes": 0, "quarantined": 0, "skipped": 0, "by_reason": {}}
+            r["feed"],
+            {"files": 0, "records": 0, "change_records": 0, "changes": 0, "quarantined": 0, "skipped": 0}
+            | {"by_reason": {}},
         )
         a["files"] += 1
         a["records"] += r["records_read"]
+        a["change_records"] += r["change_records"]
         a["changes"] += r["changes_emitted"]
         a["quarantined"] += r["quarantined"]
         a["skipped"] += r["skipped"]
@@ -410,8 +413,9 @@ def format_runs(request, spark, tmp_path_factory) -> FormatRuns:
 @pytest.mark.parametrize("case", [_case_param(c) for c in wl.FORMAT_CASES])
 def test_format_matches_reference(format_runs: FormatRuns, case: str) -> None:
     """After every run, format ``case``'s marts and history equal the reference model of
-    its delivered events; its feeds' audit counts every record (skipped tombstones and
-    heartbeats exactly) and quarantines none."""
+    its delivered events; its feeds' audit counts every record (skipped tombstones,
+    heartbeats, DDL messages and transaction markers exactly), one change per delivered
+    event, and quarantines none."""
     if format_runs.error is not None:
         raise format_runs.error
     seed = format_runs.seed
@@ -425,16 +429,27 @@ def test_format_matches_reference(format_runs: FormatRuns, case: str) -> None:
 
         for feed in feeds:
             mine = [f for f in files if wl.feed_of_path(case, f.path) == feed]
-            audit = run.audit.get(feed, {"files": 0, "records": 0, "changes": 0, "quarantined": 0, "skipped": 0})
+            audit = run.audit.get(
+                feed, {"files": 0, "records": 0, "change_records": 0, "changes": 0, "quarantined": 0, "skipped": 0}
+            )
             quarantined = run.quarantine.get(feed, [])
             assert audit["quarantined"] == 0 and not quarantined, f"{where} {feed}: quarantined {quarantined[:5]}"
             assert audit["files"] == len(mine), f"{where} {feed}: {audit}"
             assert audit["records"] == sum(f.n_records for f in mine), f"{where} {feed}: {audit}"
-            assert audit["records"] == audit["changes"] + audit["quarantined"] + audit["skipped"], f"{where} {feed}"
+            # the documented balance (a record may hold several changes: DTS Canal multi-row messages)
+            balance = audit["change_records"] + audit["quarantined"] + audit["skipped"]
+            assert audit["records"] == balance, f"{where} {feed}: {audit}"
+            assert audit["changes"] == sum(len(f.events) for f in mine), f"{where} {feed}: one change per event"
             assert audit["skipped"] == sum(f.n_skipped for f in mine), f"{where} {feed}: {audit}"
             n_heartbeats = sum(f.n_heartbeats for f in mine)
             if n_heartbeats:
                 assert audit["by_reason"].get("heartbeat") == n_heartbeats, f"{where} {feed}: {audit}"
+            other: dict[str, int] = {}
+            for f in mine:
+                for reason, n in f.other_skipped.items():
+                    other[reason] = other.get(reason, 0) + n
+            for reason, n in other.items():
+                assert audit["by_reason"].get(reason) == n, f"{where} {feed}: {reason} {audit}"
 
         state = wl.reference_state(delivered)
         for spec in tables:

@@ -7,7 +7,10 @@ One property test per format family, at the pure level (``framing.split_file`` +
 * Debezium JSON family (``debezium_json``, ``cdl_json``, ``lindorm_json``), ``lines``;
 * Arcion internal JSON, ``documents`` (pretty-printed documents);
 * Arcion internal CSV, ``csv``;
-* Arcion Kafka JSON, ``kcat``.
+* Arcion Kafka JSON, ``kcat``;
+* Alibaba Cloud DTS: Canal JSON and Shareplex JSON in ``lines``, DTS Avro values in
+  ``length_prefixed`` (byte flips, truncations, insertions inside a value whose length
+  prefix is kept right, and a last record whose announced length runs past the end).
 
 Each example builds valid records, mutates one or two of them (structurally: drop or
 duplicate a field, change a value's JSON type, rename a key; and/or byte-wise: truncate,
@@ -621,6 +624,134 @@ def test_arcion_kafka_json_kcat(data: st.DataObject) -> None:
         line = dump(mutate_kcat(ch, message) if structural else kcat_line(message)).encode()
         bad.append(mutate_bytes(ch, line) if not structural or ch.integer(0, 1) else line)
     check_file(before, bad, after, "kcat", options_json("arcion_kafka_json", "kcat"))
+
+
+# ----------------------------------------------------------------------------- Alibaba Cloud DTS
+
+
+def dts_canal_obj(ch: Chooser, n: int) -> dict[str, Any]:
+    """A valid DTS Canal JSON message: 1-2 rows, an UPDATE's ``old`` with the changed
+    columns, a DELETE in either layout, now and then a DDL message."""
+    kind = ch.choice(("INSERT", "UPDATE", "DELETE", "DELETE", "INIT", "DDL"))
+    common = {"database": "d", "table": "items", "es": 1600161894000 + n, "id": 58 + n, "ts": 1600161894771 + n}
+    if kind == "DDL":
+        return common | {"isDdl": True, "sql": "ALTER TABLE items ADD COLUMN x int", "type": "DDL"}
+    rows = [{"id": str(ch.integer(0, 50)), "name": ch.text()} for _ in range(ch.integer(1, 2))]
+    msg: dict[str, Any] = {"data": rows, "old": None}
+    if kind == "UPDATE":
+        msg["old"] = [{"name": ch.text()} for _ in rows]
+    elif kind == "DELETE" and ch.integer(0, 1):
+        msg = {"data": None, "old": rows}
+    return (
+        msg
+        | common
+        | {
+            "isDdl": False,
+            "mysqlType": {"id": "bigint(20)", "name": "varchar(50)"},
+            "sqlType": {"id": -5, "name": 12},
+            "pkNames": ["id"],
+            "sql": "",
+            "type": kind,
+        }
+    )
+
+
+def dts_shareplex_obj(ch: Chooser, n: int) -> dict[str, Any]:
+    """A valid DTS Shareplex JSON message (both op spellings; UPDATE BEFORE is skipped)."""
+    op = ch.choice(("ins", "INSERT", "upd", "UPDATE", "del", "DELETE", "UPDATE BEFORE"))
+    meta = {
+        "time": "2017-06-16T14:24:34",
+        "userid": 84,
+        "op": op,
+        "scn": str(14589063118712 + n),
+        "rowid": "AAATGpAAIAAItcIAAA",
+        "trans": "7.0.411499",
+        "seq": 1,
+        "size": 1,
+        "table": "S.ITEMS",
+        "idx": "1/1",
+        "posttime": "2017-06-16T14:33:52",
+    }
+    row = {"ID": str(ch.integer(0, 50)), "NAME": ch.text()}
+    msg: dict[str, Any] = {"meta": meta, "data": row}
+    if op in ("upd", "UPDATE", "UPDATE BEFORE"):
+        msg["data"], msg["key"] = {"NAME": ch.text()}, row
+    return msg
+
+
+DTS_JSON = {"dts_canal_json": dts_canal_obj, "dts_shareplex_json": dts_shareplex_obj}
+
+
+def dts_avro_value(ch: Chooser, n: int) -> bytes:
+    """A valid DTS Avro value: a row change or a transaction marker."""
+    from udfs.formats.dts_avro import encode_record, typed
+
+    operation = ch.choice(("INSERT", "UPDATE", "DELETE", "INIT", "BEGIN", "COMMIT"))
+
+    def image() -> list[Any]:
+        name = ch.text()
+        return [
+            typed("Integer", {"precision": 19, "value": str(ch.integer(0, 50))}),
+            typed("Character", {"charset": "utf8mb4", "value": name.encode()}) if ch.integer(0, 3) else None,
+        ]
+
+    row_change = operation not in ("BEGIN", "COMMIT")
+    return encode_record(
+        {
+            "version": 1,
+            "id": 1000 + n,
+            "sourceTimestamp": 1600161894,
+            "sourcePosition": f"{n}@mysql-bin.000003",
+            "safeSourcePosition": f"{n}@mysql-bin.000003",
+            "sourceTxid": "77",
+            "source": {"sourceType": "MySQL", "version": "5.7"},
+            "operation": operation,
+            "objectName": "d.items" if row_change else None,
+            "processTimestamps": None,
+            "tags": {},
+            "fields": [{"name": "id", "dataTypeNumber": 8}, {"name": "name", "dataTypeNumber": 253}]
+            if row_change
+            else None,
+            "beforeImages": image() if operation in ("UPDATE", "DELETE") else None,
+            "afterImages": image() if operation in ("INSERT", "UPDATE", "INIT") else None,
+            "bornTimestamp": 1600161895,
+        }
+    )
+
+
+def length_prefixed(value: bytes) -> bytes:
+    return len(value).to_bytes(4, "big") + value
+
+
+@PROPERTY
+@given(st.data())
+def test_dts_family(data: st.DataObject) -> None:
+    """dts_canal_json and dts_shareplex_json in ``lines`` (structural and byte mutations),
+    dts_avro values in ``length_prefixed`` (byte mutations inside a correctly framed
+    value, or a last record cut short)."""
+    ch = Chooser(data)
+    fmt = ch.choice(("dts_canal_json", "dts_shareplex_json", "dts_avro"))
+    if fmt == "dts_avro":
+        before = [length_prefixed(dts_avro_value(ch, i)) for i in range(ch.integer(0, 3))]
+        after = [length_prefixed(dts_avro_value(ch, 10 + i)) for i in range(ch.integer(0, 3))]
+        bad = [length_prefixed(mutate_bytes(ch, dts_avro_value(ch, 20 + i))) for i in range(ch.integer(1, 2))]
+        tail = "exact"
+        if ch.integer(0, 3) == 0:  # the last record announces more bytes than the file has
+            frame = length_prefixed(dts_avro_value(ch, 30))
+            bad.append(frame[: ch.integer(0, len(frame) - 1)])
+            after, tail = [], "prefix"
+        check_file(before, bad, after, "length_prefixed", options_json(fmt, "length_prefixed"), sep=b"", tail=tail)
+        return
+    make = DTS_JSON[fmt]
+    before = [dump(o).encode() for o in _neighbours(ch, make, 0)]
+    after = [dump(o).encode() for o in _neighbours(ch, make, 10)]
+    bad = []
+    for i in range(ch.integer(1, 2)):
+        obj = make(ch, 20 + i)
+        structural = ch.integer(0, 2) > 0
+        text = dump(mutate_json(ch, obj) if structural else obj).encode()
+        bad.append(mutate_bytes(ch, text) if not structural or ch.integer(0, 1) else text)
+    check_file(before, bad, after, "lines", options_json(fmt, "lines"))
 
 
 # ----------------------------------------------------------------------------- the pipeline

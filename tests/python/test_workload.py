@@ -524,7 +524,8 @@ def test_case_renderers_decode_back(case_events):
         feed = next(f for f in feeds if f["path"] == folder)
         opts = _decoder_options(case, feed)
         framing = "csv" if feed["framing"] == "csv" else feed["framing"]
-        raw = [r for line in lines for r in split_file((line + "\n").encode(), framing, {})]
+        binary = feed["format"] == "dts_avro"  # binary values reach the decoder as base64
+        raw = [r for line in lines for r in split_file(wl.frame_records(framing, [line]), framing, {}, binary)]
         results = decode_records(opts, [r.text for r in raw], [r.kafka_key for r in raw])
         assert results[0]["status"] == "ok", (ev, lines[0][:300], results[0])
         assert [r["status"] for r in results[1:]] == ["skipped"] * n_tomb
@@ -636,3 +637,30 @@ def test_deliver_case(case):
     assert (tombstones > 0) == (case in ("arcion_kafka_json", "debezium_logical"))
     if case == "arcion_kafka_json":  # a tombstone after every delete (originals, not re-deliveries)
         assert tombstones == sum(1 for e in events if e.op == "d")
+
+
+def test_dts_case_shapes():
+    """The DTS cases say what they are meant to: multi-row Canal messages, both DELETE
+    layouts, UPDATE ``old`` with the changed columns, DDL messages; both Shareplex op
+    spellings; DTS Avro transaction markers."""
+    from udfs.framing import split_file
+
+    msgs: list[dict] = []
+    skipped: Counter = Counter()
+    for case in ("dts_canal_json", "dts_shareplex_json", "dts_avro"):
+        events = wl.adapt_events(case, wl.generate(3, 200, wl.case_tables(case)), 3)
+        for files in wl.deliver_case(case, events, 3, 3):
+            for f in files:
+                skipped.update({(case, r): n for r, n in f.other_skipped.items()})
+                if case != "dts_avro":
+                    msgs += [json.loads(r.text) | {"_case": case} for r in split_file(f.content, f.framing)]
+    canal = [m for m in msgs if m["_case"] == "dts_canal_json" and not m["isDdl"]]
+    assert any(len(m["data"] or []) > 1 for m in canal)
+    deletes = [m for m in canal if m["type"] == "DELETE"]
+    assert any(m["data"] is None and m["old"] for m in deletes) and any(m["data"] for m in deletes)
+    updates = [m for m in canal if m["type"] == "UPDATE"]
+    assert updates and all(len(o) < len(m["mysqlType"]) for m in updates for o in m["old"])
+    assert sum(m["isDdl"] for m in msgs if m["_case"] == "dts_canal_json") == skipped[("dts_canal_json", "ddl")] > 0
+    ops = {m["meta"]["op"] for m in msgs if m["_case"] == "dts_shareplex_json"}
+    assert ops == {"ins", "upd", "del", "INSERT", "UPDATE", "DELETE"}
+    assert skipped[("dts_avro", "begin")] and skipped[("dts_avro", "commit")]

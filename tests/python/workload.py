@@ -256,7 +256,9 @@ class FileSpec:
     ``events`` are the source events the file holds (duplicates included, tombstones
     not); ``n_records`` counts every record the pipeline reads (tombstones and
     heartbeats included; a CSV header row is not a record); ``n_tombstones`` the
-    null-valued Kafka messages; ``n_heartbeats`` the heartbeat messages (Huawei CDL).
+    null-valued Kafka messages; ``n_heartbeats`` the heartbeat messages (Huawei CDL);
+    ``other_skipped`` other records the pipeline must skip, by reason (DTS DDL messages,
+    DTS Avro ``BEGIN``/``COMMIT`` records).
     """
 
     path: str
@@ -266,11 +268,12 @@ class FileSpec:
     n_records: int = 0
     n_tombstones: int = 0
     n_heartbeats: int = 0
+    other_skipped: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def n_skipped(self) -> int:
-        """Records the pipeline must skip (tombstones and heartbeats)."""
-        return self.n_tombstones + self.n_heartbeats
+        """Records the pipeline must skip (tombstones, heartbeats and ``other_skipped``)."""
+        return self.n_tombstones + self.n_heartbeats + sum(self.other_skipped.values())
 
 
 # --------------------------------------------------------------------------- values
@@ -987,6 +990,9 @@ FORMAT_CASES: dict[str, str] = {
     "cdl_json": "cdl_json",
     "lindorm_json": "lindorm_json",
     "debezium_logical": "debezium_json",
+    "dts_canal_json": "dts_canal_json",
+    "dts_shareplex_json": "dts_shareplex_json",
+    "dts_avro": "dts_avro",
 }
 
 #: Lindorm's HBase row-key column
@@ -1054,7 +1060,7 @@ def case_feeds(case: str) -> list[dict[str, Any]]:
             {"name": f"{case}_{framing}", "format": fmt, "path": f"{case}/{framing}", "framing": framing}
             for framing in ("lines", "kcat")
         ]
-    framing = {"arcion_kafka_json": "kcat", "lindorm_json": "kcat"}.get(case, "lines")
+    framing = {"arcion_kafka_json": "kcat", "lindorm_json": "kcat", "dts_avro": "kafka_parquet"}.get(case, "lines")
     return [{"name": case, "format": fmt, "path": case, "framing": framing}]
 
 
@@ -1126,6 +1132,15 @@ def adapt_events(case: str, events: Sequence[SourceEvent], seed: int) -> list[So
     * ``debezium_logical``: the Debezium stream, plus TOAST placeholders in unchanged,
       non-null decimal columns of PostgreSQL updates (Debezium sends base64 of the
       placeholder for binary-encoded columns).
+    * ``dts_canal_json``: no TOAST placeholder (``data`` is the whole row): full images.
+      Snapshot reads stay snapshots (``INIT``). How an event is said (``old`` holding
+      only the changed columns, the two DELETE layouts, several rows of one
+      transaction, table and op in one message) is a rendering choice.
+    * ``dts_shareplex_json``: no snapshot op (reads become inserts), no placeholder
+      (an update's ``key`` is the whole old row, ``data`` the changed columns): full
+      images.
+    * ``dts_avro``: full images (every field has a value; the ``NONE`` "not provided"
+      value is not generated), snapshot reads stay snapshots (``INIT``).
 
     A primary-key change stays a delete of the old key and an insert of the new one in
     every case (Arcion's Kafka format documents it so). An Arcion internal realtime
@@ -1164,6 +1179,12 @@ def adapt_events(case: str, events: Sequence[SourceEvent], seed: int) -> list[So
             if ev.spec.key == (HBASE_ROW,):
                 ev = _hbase_put(ev, prior, rng)
             elif ev.op == "r":
+                ev = dataclasses.replace(ev, op="c")
+        elif case in ("dts_canal_json", "dts_avro"):
+            ev = _resolved(ev, prior)
+        elif case == "dts_shareplex_json":
+            ev = _resolved(ev, prior)
+            if ev.op == "r":
                 ev = dataclasses.replace(ev, op="c")
         elif case == "debezium_logical":
             if ev.op == "u" and ev.before is None and prior is not None and rng.random() < 0.4:
@@ -1654,6 +1675,192 @@ def render_lindorm_json(
     return {"schema": schema, "payload": payload}
 
 
+# ----------------------------------------------------------------- Alibaba Cloud DTS
+
+_CANAL_TYPES = {"bigint": "bigint(20)", "int": "int(11)", "decimal(38,6)": "decimal(38,6)", "string": "varchar(255)"}
+_CANAL_SQL_TYPES = {"bigint": -5, "int": 4, "decimal(38,6)": 3, "string": 12}
+_CANAL_TYPE = {"c": "INSERT", "r": "INIT", "u": "UPDATE", "d": "DELETE"}
+
+
+def dts_id(event: SourceEvent) -> int:
+    """The DTS ``id`` (Canal) / record ``id`` (Avro) of an event: increasing with the
+    source order (the LSN of the generator, which every event advances)."""
+    return event.lsn - 30_000_000
+
+
+def render_dts_canal_json(events: Sequence[SourceEvent], rng: random.Random) -> dict[str, Any]:
+    """One DTS Canal JSON message holding ``events`` (one row each, in source order):
+    consecutive events of one transaction, table and op. ``id`` and ``es`` are the
+    first event's; the row index orders the others. An update's ``old`` holds only the
+    changed columns (previous values); a delete has its row in ``data`` or (DTS
+    instances created before 2022-03-20) in ``old`` with ``data`` null."""
+    first = events[0]
+    spec, op = first.spec, first.op
+    assert all(e.spec == spec and e.op == op and e.tx_id == first.tx_id for e in events)
+    rows = [dict(e.before if op == "d" else e.after or {}) for e in events]
+    msg: dict[str, Any] = {"data": rows, "old": None}
+    if op == "u":
+        msg["old"] = [{c: v for c, v in (e.before or {}).items() if (e.after or {}).get(c) != v} for e in events]
+    elif op == "d" and rng.random() < 0.4:
+        msg["data"], msg["old"] = None, rows
+    msg |= {
+        "database": spec.namespace,
+        "table": spec.table,
+        "es": first.ts_ms,
+        "id": dts_id(first),
+        "isDdl": False,
+        "mysqlType": {c.name: _CANAL_TYPES[c.type] for c in spec.columns},
+        "pkNames": list(spec.key),
+        "sql": "",
+        "sqlType": {c.name: _CANAL_SQL_TYPES[c.type] for c in spec.columns},
+        "ts": max(e.capture_ts_ms for e in events),
+        "type": _CANAL_TYPE[op],
+    }
+    keys = list(msg)
+    rng.shuffle(keys)  # member order carries no meaning
+    return {k: msg[k] for k in keys}
+
+
+def render_dts_canal_ddl(spec: TableSpec, event: SourceEvent) -> dict[str, Any]:
+    """A DTS Canal JSON DDL message (skipped as ``ddl``) next to ``event``."""
+    return {
+        "database": spec.namespace,
+        "es": event.ts_ms,
+        "id": dts_id(event) - 1,
+        "isDdl": True,
+        "sql": f"CREATE INDEX ix_{spec.table}_{event.lsn % 1000} ON {spec.table} ({spec.key[0]})",
+        "table": spec.table,
+        "ts": event.capture_ts_ms,
+        "type": "DDL",
+    }
+
+
+def _oracle_time(ms: int) -> str:
+    return (_EPOCH + _dt.timedelta(milliseconds=ms)).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def render_dts_shareplex_json(event: SourceEvent, op_seq: int, size: int, rng: random.Random) -> dict[str, Any]:
+    """One DTS Shareplex JSON message. ``meta.scn`` is the transaction's SCN (one per
+    transaction, increasing), ``trans`` its id, ``seq``/``size``/``idx`` the operation's
+    place in it. ``ins``/``upd``/``del`` or ``INSERT``/``UPDATE``/``DELETE``. An update's
+    ``data`` holds the changed columns (at least one), ``key`` the whole old row; a
+    delete's ``data`` is the old row. Oracle names: upper case."""
+    spec = event.spec
+
+    def upper(row: Row | None) -> dict[str, Any]:
+        return {c.upper(): v for c, v in (row or {}).items()}
+
+    long = rng.random() < 0.5
+    op = {"c": ("ins", "INSERT"), "u": ("upd", "UPDATE"), "d": ("del", "DELETE")}[event.op][long]
+    meta = {
+        "time": _oracle_time(event.ts_ms),
+        "userid": 84,
+        "op": op,
+        "scn": str(14_589_063_000_000 + event.tx_id),
+        "rowid": f"AAATGpAAIAAItc{event.lsn % 10**6:06d}",
+        "trans": f"{event.tx_id % 11}.{event.tx_id % 7}.{event.tx_id}",
+        "seq": op_seq,
+        "size": size,
+        "table": spec.name.upper(),
+        "idx": f"{op_seq}/{size}",
+        "posttime": _oracle_time(event.capture_ts_ms + 1000),
+    }
+    msg: dict[str, Any] = {"meta": meta}
+    if event.op == "c":
+        msg["data"] = upper(event.after)
+    elif event.op == "d":
+        msg["data"] = upper(event.before)
+    else:
+        before, after = event.before or {}, event.after or {}
+        changed = {c: v for c, v in after.items() if before.get(c) != v}
+        if not changed:  # an update that set a column to its value still names it
+            name = next(c for c in spec.column_names if c not in spec.key)
+            changed = {name: after[name]}
+        msg["data"], msg["key"] = upper(changed), upper(before)
+    return msg
+
+
+def _avro_value(col: Column, text: str | None) -> Any:
+    from udfs.formats.dts_avro import typed
+
+    if text is None:
+        return None
+    if col.type in ("bigint", "int"):
+        return typed("Integer", {"precision": 19 if col.type == "bigint" else 10, "value": text})
+    if col.type.startswith("decimal"):
+        return typed("Decimal", {"value": text, "precision": 38, "scale": DECIMAL_SCALE})
+    return typed("Character", {"charset": "utf8mb4", "value": text.encode("utf-8")})
+
+
+_AVRO_OPERATION = {"c": "INSERT", "r": "INIT", "u": "UPDATE", "d": "DELETE"}
+
+
+def dts_avro_record(event: SourceEvent, operation: str | None = None) -> dict[str, Any]:
+    """One DTS Avro record (for ``encode_record``): full images of typed values;
+    ``operation`` ``BEGIN``/``COMMIT`` gives the transaction marker around ``event``."""
+    spec = event.spec
+    marker = operation is not None
+    rec: dict[str, Any] = {
+        "version": 1,
+        "id": dts_id(event) + {"BEGIN": -1, "COMMIT": 1, None: 0}[operation],
+        "sourceTimestamp": event.ts_ms // 1000,
+        "sourcePosition": f"{event.position[1]}@{event.position[0]}",
+        "safeSourcePosition": f"{event.position[1]}@{event.position[0]}",
+        "sourceTxid": str(event.tx_id),
+        "source": {"sourceType": "MySQL", "version": "5.7.28"},
+        "operation": operation or _AVRO_OPERATION[event.op],
+        "objectName": None if marker else spec.name,
+        "processTimestamps": None,
+        "tags": {},
+        "fields": None,
+        "beforeImages": None,
+        "afterImages": None,
+        "bornTimestamp": event.capture_ts_ms // 1000,
+    }
+    if marker:
+        return rec
+    rec["fields"] = [{"name": c.name, "dataTypeNumber": 0} for c in spec.columns]
+    if event.op in ("u", "d"):
+        rec["beforeImages"] = [_avro_value(c, (event.before or {})[c.name]) for c in spec.columns]
+    if event.op != "d":
+        rec["afterImages"] = [_avro_value(c, (event.after or {})[c.name]) for c in spec.columns]
+    return rec
+
+
+def _avro_line(event: SourceEvent, offset: int, operation: str | None = None) -> str:
+    """A DTS Avro Kafka message as a JSON line (value base64) for :func:`frame_records`."""
+    from udfs.formats.dts_avro import encode_record
+
+    value = base64.b64encode(encode_record(dts_avro_record(event, operation))).decode()
+    return json.dumps({"topic": f"dts.{event.spec.namespace}", "partition": 0, "offset": offset, "value": value})
+
+
+def frame_records(framing: str, lines: Sequence[str]) -> bytes:
+    """The landing file of ``lines`` in ``framing``: newline-joined text, or for
+    ``kafka_parquet`` a parquet file (``key`` null, ``value`` the bytes, ``topic``,
+    ``partition``, ``offset``, ``timestamp``) of the JSON lines :func:`_avro_line` writes."""
+    if framing != "kafka_parquet":
+        return ("\n".join(lines) + "\n").encode("utf-8")
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    msgs = [json.loads(line) for line in lines]
+    table = pa.table(
+        {
+            "key": pa.array([None] * len(msgs), pa.binary()),
+            "value": pa.array([base64.b64decode(m["value"]) for m in msgs], pa.binary()),
+            "topic": pa.array([m["topic"] for m in msgs], pa.string()),
+            "partition": pa.array([m["partition"] for m in msgs], pa.int32()),
+            "offset": pa.array([m["offset"] for m in msgs], pa.int64()),
+        }
+    )
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
 # ----------------------------------------------------------------- delivery of a format case
 
 
@@ -1674,6 +1881,10 @@ def render_case_records(
     change what an event says (schema or not, escaping, image shapes) come from ``rng``.
     """
     counts = arcion_operation_counts(events)
+    tx_sizes: dict[int, int] = {}
+    for ev in events:
+        tx_sizes[ev.tx_id] = tx_sizes.get(ev.tx_id, 0) + 1
+    tx_seen: dict[int, int] = {}
     offsets: dict[str, int] = {}
     out: list[tuple[str, list[str], int]] = []
 
@@ -1713,6 +1924,14 @@ def render_case_records(
             )
             topic = f"lindorm.{spec.name}"
             out.append((case, [_kcat_line(topic, offset(topic), None, dumps(doc), ev.capture_ts_ms + 3)], 0))
+        elif case == "dts_canal_json":  # deliver_case merges rows into multi-row messages
+            out.append((case, [dumps(render_dts_canal_json([ev], rng))], 0))
+        elif case == "dts_shareplex_json":
+            tx_seen[ev.tx_id] = tx_seen.get(ev.tx_id, 0) + 1
+            doc = render_dts_shareplex_json(ev, tx_seen[ev.tx_id], tx_sizes[ev.tx_id], rng)
+            out.append((case, [dumps(doc)], 0))
+        elif case == "dts_avro":
+            out.append((case, [_avro_line(ev, offset(f"dts.{spec.namespace}"))], 0))
         elif case == "debezium_logical":  # deliver_case uses deliver(); this is for unit tests
             out.append((f"{case}/lines", [dumps(render_debezium_json(ev))], 0))
         else:
@@ -1754,8 +1973,12 @@ def deliver_case(
     rng = random.Random(f"deliver:{case}:{seed}")
     rendered = render_case_records(case, events, rng)
     framing = next(iter({f["framing"] for f in case_feeds(case)}))
+    # delivery units: one event each, or (DTS Canal) the rows of one multi-row message
+    units = [[i] for i in range(len(events))]
+    if case == "dts_canal_json":
+        units, rendered = _canal_units(events, rendered, random.Random(f"canal:{seed}"))
 
-    n = len(events)
+    n = len(units)
     bounds = [round(n * i / n_runs) for i in range(n_runs + 1)]
     items: list[list[tuple[int, bool]]] = [[] for _ in range(n_runs)]
     for r in range(n_runs):
@@ -1797,24 +2020,36 @@ def deliver_case(
                     n_tomb += 0 if dup else rendered[i][2]
                     lines.extend(ev_lines)
                 n_heartbeats = 0
+                other: dict[str, int] = {}
                 if case == "cdl_json":
                     for _ in range(rng.randint(0, 3)):
-                        ev = events[rng.choice(bucket)[0]]
+                        ev = events[units[rng.choice(bucket)[0]][0]]
                         kind_hb = rng.choice(("v1", "v2", "bare"))
                         hb = render_cdl_heartbeat(kind_hb, ev.lsn - 1, ev.tx_id, ev.ts_ms)
                         lines.insert(rng.randint(0, len(lines)), json.dumps(hb, ensure_ascii=False))
                         n_heartbeats += 1
+                elif case in ("dts_canal_json", "dts_avro"):
+                    # DDL messages (Canal) / transaction markers (Avro), skipped by reason
+                    for _ in range(rng.randint(0, 3)):
+                        ev = events[units[rng.choice(bucket)[0]][0]]
+                        if case == "dts_canal_json":
+                            line, reason = json.dumps(render_dts_canal_ddl(ev.spec, ev)), "ddl"
+                        else:
+                            marker = rng.choice(("BEGIN", "COMMIT"))
+                            line, reason = _avro_line(ev, rng.randint(0, 10**6), marker), marker.lower()
+                        lines.insert(rng.randint(0, len(lines)), line)
+                        other[reason] = other.get(reason, 0) + 1
                 if rng.random() < 0.5:
                     rng.shuffle(lines)
                 n_records = len(lines)
                 if framing == "csv":
-                    spec = events[bucket[0][0]].spec
+                    spec = events[units[bucket[0][0]][0]].spec
                     eol = "\r\n" if rng.random() < 0.3 else "\n"
-                    text = eol.join([arcion_csv_header(spec, kind == "realtime"), *lines]) + eol
+                    content = (eol.join([arcion_csv_header(spec, kind == "realtime"), *lines]) + eol).encode("utf-8")
                     ext = "csv"
                 else:
-                    text = "\n".join(lines) + "\n"
-                    ext = "json"
+                    content = frame_records(framing, lines)
+                    ext = "parquet" if framing == "kafka_parquet" else "json"
                 while True:
                     name = f"{folder}/{rng.getrandbits(48):012x}.{ext}"
                     if name not in used:
@@ -1824,16 +2059,41 @@ def deliver_case(
                     FileSpec(
                         path=name,
                         framing=framing,
-                        content=text.encode("utf-8"),
-                        events=tuple(events[i] for i, _ in bucket),
+                        content=content,
+                        events=tuple(events[j] for i, _ in bucket for j in units[i]),
                         n_records=n_records,
                         n_tombstones=n_tomb,
                         n_heartbeats=n_heartbeats,
+                        other_skipped=other,
                     )
                 )
         rng.shuffle(files)
         out.append(files)
     return out
+
+
+def _canal_units(
+    events: Sequence[SourceEvent], rendered: list[tuple[str, list[str], int]], rng: random.Random
+) -> tuple[list[list[int]], list[tuple[str, list[str], int]]]:
+    """DTS Canal delivery units: runs of up to 3 consecutive events of one transaction,
+    table and op become one multi-row message (about half of the possible merges)."""
+    units: list[list[int]] = []
+    for i, ev in enumerate(events):
+        if units:
+            last = events[units[-1][-1]]
+            same = (last.spec, last.op, last.tx_id) == (ev.spec, ev.op, ev.tx_id)
+            if same and len(units[-1]) < 3 and rng.random() < 0.6:
+                units[-1].append(i)
+                continue
+        units.append([i])
+    out = []
+    for unit in units:
+        if len(unit) == 1:
+            out.append(rendered[unit[0]])
+        else:
+            msg = render_dts_canal_json([events[i] for i in unit], rng)
+            out.append((rendered[unit[0]][0], [json.dumps(msg, ensure_ascii=rng.random() < 0.3)], 0))
+    return units, out
 
 
 # --------------------------------------------------------------------------- reference model

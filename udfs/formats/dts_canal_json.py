@@ -173,15 +173,21 @@ def spark_type(mysql_type: str) -> str:
     return unsigned_type if unsigned else signed_type
 
 
-def _int(value: Any, what: str, required: bool = True) -> int | None:
+#: largest epoch milliseconds whose microseconds fit a bigint (``commit_ts_us``, ``capture_ts_us``)
+MAX_MS = (2**63 - 1) // 1000
+
+
+def _int(value: Any, what: str, required: bool = True, limit: int | None = None) -> int | None:
     if value is None:
         if required:
             raise QuarantineError(f"Canal message without {what}")
         return None
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+        value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise QuarantineError(f"bad Canal {what}: {value!r}")
+    if limit is not None and value > limit:
+        raise QuarantineError(f"Canal {what} out of range: {value}")
     return value
 
 
@@ -249,7 +255,7 @@ class DtsCanalJsonDecoder(Decoder):
             raise QuarantineError(f"Canal isDdl is not a boolean: {is_ddl!r}")
         kind = msg.get("type")
         kind = kind.upper() if isinstance(kind, str) else None
-        es = _int(msg.get("es"), "es", required=False)
+        es = _int(msg.get("es"), "es", required=False, limit=MAX_MS)
         if is_ddl and kind != "TRUNCATE":
             sql = msg.get("sql")
             raise SkipRecord(
@@ -271,7 +277,7 @@ class DtsCanalJsonDecoder(Decoder):
         canal_id = _int(msg.get("id"), "id")
         if es is None:
             raise QuarantineError("Canal message without es")
-        ts = _int(msg.get("ts"), "ts", required=False)
+        ts = _int(msg.get("ts"), "ts", required=False, limit=MAX_MS)
         col_types = self._col_types(msg)
         pk_names = msg.get("pkNames")
         if pk_names is not None and (

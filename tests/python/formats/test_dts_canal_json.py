@@ -143,6 +143,23 @@ def test_spec_ddl_is_skipped_with_its_statement() -> None:
     assert result["ddl"]["sql"] == "eg: create xxx"
 
 
+@pytest.mark.parametrize(("field", "ddl"), [("es", True), ("es", False), ("ts", False)])
+def test_times_beyond_bigint_microseconds_are_quarantined(field: str, ddl: bool) -> None:
+    """Found by the DTS property test: a DDL message with ``es`` 2**70 gave a
+    ``commit_ts_us`` no bigint holds, and the Arrow conversion of the decode UDF raised
+    (failing the whole batch). ``es``/``ts`` whose microseconds do not fit are malformed
+    (a DDL message's ``ts`` is not read)."""
+    msg = json.loads(SPEC_DDL) if ddl else message(data=[{"id": "1"}])
+    for value in (2**70, str(2**70), (2**63 - 1) // 1000 + 1):
+        msg[field] = value
+        with pytest.raises(QuarantineError, match=f"{field} out of range"):
+            decode(msg)
+        result = normalized(msg)
+        assert result["status"] == "quarantined" and f"{field} out of range" in result["reason"]
+    msg[field] = (2**63 - 1) // 1000  # the largest that fits still decodes
+    assert normalized(msg)["status"] == ("skipped" if ddl else "ok")
+
+
 def test_flink_style_ddl_without_type_ddl() -> None:
     # Canal names the statement kind (CREATE, ALTER...); isDdl decides
     msg = message("CREATE", data=None, isDdl=True, sql="CREATE TABLE t (id int)", mysqlType=None, pkNames=None)
