@@ -86,6 +86,17 @@ def test_shareplex_spec_examples_through_the_pipeline(spark, make_config, tmp_pa
     assert export_rows(spark, config, "cl_biz1.tmp_log") == [{"id": "2", "v": "after truncate"}]
 
     schema = yaml.safe_load(config.read_text())["schema"]
+    # ... and closed every open version in the history: row 1 ends with a truncate version
+    history = spark.sql(
+        f"select key['id'] as id, version_no, op, is_deleted, is_current, valid_to_seq from {schema}.history "
+        "where table_id = 'cl_biz1.tmp_log' order by id, version_no"
+    ).collect()
+    assert [(r.id, r.version_no, r.op, r.is_deleted, r.is_current) for r in history] == [
+        ("1", 1, "insert", False, False),
+        ("1", 2, "truncate", True, True),
+        ("2", 1, "insert", False, True),
+    ]
+    assert history[0].valid_to_seq is not None
     rows = spark.sql(
         f"select source_schema, source_table, op, tx_id, extras, commit_ts, capture_ts from {schema}.changelog "
         "where source_table = 'MIO_LOG' order by order_key"
