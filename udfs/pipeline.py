@@ -165,10 +165,35 @@ def run_pipeline(
         from udfs.spark_udfs import register
 
         register(spark)
+    remove_orphan_table_dirs(spark, config)
     publish_settings(spark, config)
     result = run_dbt(config, "build", golden=golden, retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
     return summarize(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, run_id)
+
+
+def remove_orphan_table_dirs(spark: Any, config: Config) -> list[Path]:
+    """Remove table directories of the warehouse that no metastore table owns.
+
+    A run killed while it created a table (dbt's ``create table ... as select``) leaves
+    the directory behind without a metastore entry, and Spark then refuses to create
+    that table again (``LOCATION_ALREADY_EXISTS``). Such a directory holds nothing that
+    was committed: every table the pipeline keeps is registered before a run finishes.
+    """
+    import shutil
+
+    removed = []
+    root = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    for schema in (config.schema, config.marts_schema):
+        db_dir = root / f"{schema.lower()}.db"
+        if not db_dir.is_dir():
+            continue
+        tables = {r.tableName.lower() for r in spark.sql(f"show tables in `{schema}`").collect() if not r.isTemporary}
+        for child in db_dir.iterdir():
+            if child.is_dir() and not child.name.startswith((".", "_")) and child.name.lower() not in tables:
+                shutil.rmtree(child)
+                removed.append(child)
+    return removed
 
 
 def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: bool = False) -> RunSummary:

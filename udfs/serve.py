@@ -63,8 +63,14 @@ def publish_settings(spark: Any, config: Config) -> None:
 
     spark.sql(f"create database if not exists `{config.schema}`")
     settings = json.dumps(dbt_vars(config)["cdc"], sort_keys=True)
-    frame = spark.createDataFrame([(settings,)], "settings string")
-    frame.write.mode("overwrite").format("parquet").saveAsTable(f"`{config.schema}`.cdc_settings")
+    # written to a path of its own and registered as an external table: a run killed
+    # half way through this write leaves nothing that the next run cannot overwrite
+    location = config.warehouse / "settings" / config.schema
+    spark.createDataFrame([(settings,)], "settings string").write.mode("overwrite").parquet(str(location))
+    table = f"`{config.schema}`.cdc_settings"
+    literal = "'" + str(location).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    spark.sql(f"create table if not exists {table} (settings string) using parquet location {literal}")
+    spark.catalog.refreshTable(table)
 
 
 def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:

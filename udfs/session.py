@@ -36,6 +36,8 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
     if master.startswith("local"):
         # A local session serves nobody else: bind the driver to the loopback address.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # crash tests (CDC_KILL_DURING_DECODE) kill the driver's process group from a worker
+    os.environ["CDC_DRIVER_PGID"] = str(os.getpgid(0))
     wh = config.warehouse if isinstance(config, Config) else Path(config)
     wh.mkdir(parents=True, exist_ok=True)
     builder = (

@@ -222,7 +222,7 @@ def register(spark: Any) -> None:
             # crash tests: the whole `cdc run` (its process group) dies while decoding
             import signal
 
-            os.killpg(os.getpgid(0), signal.SIGKILL)
+            os.killpg(int(os.environ.get("CDC_DRIVER_PGID", os.getpgid(0))), signal.SIGKILL)
         opts = options.to_pylist()
         texts = text.to_pylist()
         keys = kafka_key.to_pylist()

@@ -98,13 +98,12 @@ NINE = {
     "v2": 90000000000,
     "v3": "99999.999",
     "v4": "bmluZS5iaW4=",  # base64 of the bytes [110, 105, 110, 101, 46, 98, 105, 110]
-    "v4__text": "nine.bin",
     "v5": 9.9,
 }
 
 
 def _row(pt: int, _id: int, v1: str) -> dict:
-    return {"pt": pt, "_id": _id, "v1": v1, "v2": None, "v3": None, "v4": None, "v4__text": None, "v5": None}
+    return {"pt": pt, "_id": _id, "v1": v1, "v2": None, "v3": None, "v4": None, "v5": None}
 
 
 PAIMON_STEPS = [

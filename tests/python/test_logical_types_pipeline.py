@@ -394,6 +394,7 @@ def test_mart_column_types_come_from_the_envelope_schema(spark, pipeline) -> Non
         "_cdc_commit_ts": "timestamp",
         "_cdc_event_id": "string",
         "_cdc_key": "string",
+        "raw__text": "string",  # the binary column's UTF-8 text view
     }
     described = {r.col_name: r.data_type for r in spark.sql(f"describe {MARTS}.{TABLE}").collect()}
     assert {c: described[c] for c in COL_TYPES} == COL_TYPES
