@@ -1,0 +1,140 @@
+"""Landing files for the benchmarks, generated with the differential test's workload.
+
+The events come from ``tests/python/workload.py`` (:func:`workload.generate`: a
+snapshot, then inserts, partial and full updates, primary-key changes, deletes and
+re-inserts over a PostgreSQL table and a MySQL table with a composite key; values
+with 19-digit integers, 32-digit decimals and unicode text) and its renderers, so the
+benchmark decodes the same kind of records the correctness tests check.
+
+Large sizes are generated in chunks of ``per_file`` events, one landing file per chunk,
+each chunk its own random stream (its own seed): memory stays flat at any size, and the
+files have the size real connectors land (a few to tens of MB). Keys of different
+chunks may collide; that only makes a key's history longer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+WORKLOAD_PATH = REPO / "tests" / "python" / "workload.py"
+
+
+def workload() -> ModuleType:
+    """The workload module of the tests (imported from its file, cached)."""
+    name = "cdc_bench_workload"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, WORKLOAD_PATH)
+        assert spec is not None and spec.loader is not None, f"cannot import {WORKLOAD_PATH}"
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while it executes
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@dataclass(frozen=True)
+class FormatCase:
+    """A benchmarked format: identifier, framing, and the workload case rendering it."""
+
+    name: str
+    format: str
+    framing: str
+    #: workload format case (``workload.FORMAT_CASES``); None: plain Debezium (``deliver``)
+    workload_case: str | None
+
+
+FORMAT_CASES: dict[str, FormatCase] = {
+    c.name: c
+    for c in (
+        # Debezium JSON lines, half of the envelopes with the Kafka Connect schema
+        FormatCase("debezium_json", "debezium_json", "lines", None),
+        # Huawei CDL JSON 1.0 and 2.0 mixed, with and without schema
+        FormatCase("cdl_json", "cdl_json", "lines", "cdl_json"),
+        # Arcion internal CDC JSON, one document per line
+        FormatCase("arcion_internal_json", "arcion_internal_json", "lines", "arcion_internal_json"),
+        # Arcion JSON CDC for Kafka as kcat -J lines (a tombstone after each delete)
+        FormatCase("arcion_kafka_json", "arcion_kafka_json", "kcat", "arcion_kafka_json"),
+        # Lindorm (Debezium format V2.0) as kcat -J lines, SQL and HBase tables
+        FormatCase("lindorm_json", "lindorm_json", "kcat", "lindorm_json"),
+    )
+}
+
+
+@dataclass
+class DataSet:
+    """Landing files written for one benchmark input."""
+
+    folder: Path
+    files: list[Path] = field(default_factory=list)
+    records: int = 0
+    events: int = 0
+    bytes: int = 0
+    tombstones: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "files": len(self.files),
+            "records": self.records,
+            "events": self.events,
+            "bytes": self.bytes,
+            "tombstones": self.tombstones,
+        }
+
+
+def tables(case: FormatCase) -> tuple[Any, ...]:
+    """The workload tables a format case writes."""
+    wl = workload()
+    return wl.DEFAULT_TABLES if case.workload_case is None else wl.case_tables(case.workload_case)
+
+
+def tables_config(cases: list[FormatCase]) -> dict[str, dict[str, Any]]:
+    """``tables:`` of ``cdc.yml`` for the tables of ``cases`` (key and column types)."""
+    out: dict[str, dict[str, Any]] = {}
+    for case in cases:
+        for t in tables(case):
+            out[t.name] = {"key": list(t.key), "columns": t.column_types()}
+    return out
+
+
+def _chunk_lines(case: FormatCase, n_events: int, seed: int) -> tuple[bytes, int, int]:
+    """One chunk: (file content, records, tombstones)."""
+    wl = workload()
+    if case.workload_case is None:
+        events = wl.generate(seed, n_events)
+        runs = wl.deliver(
+            events, seed, 1, late_fraction=0.0, dup_fraction=0.0, kcat_fraction=0.0, tombstone_fraction=0.0, max_files=2
+        )
+        files = runs[0]
+        return b"".join(f.content for f in files), sum(f.n_records for f in files), 0
+    events = wl.adapt_events(case.workload_case, wl.generate(seed, n_events, wl.case_tables(case.workload_case)), seed)
+    rendered = wl.render_case_records(case.workload_case, events, random.Random(f"bench:{case.name}:{seed}"))
+    lines = [line for _, records, _ in rendered for line in records]
+    tombstones = sum(t for _, _, t in rendered)
+    return ("\n".join(lines) + "\n").encode("utf-8"), len(lines), tombstones
+
+
+def write_dataset(case: FormatCase, folder: Path, n_events: int, seed: int, per_file: int = 10_000) -> DataSet:
+    """Write ``n_events`` events of ``case`` under ``folder`` as ``part-NNNNN.json`` files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = DataSet(folder)
+    done = chunk = 0
+    while done < n_events:
+        n = min(per_file, n_events - done)
+        content, records, tombstones = _chunk_lines(case, n, seed * 100_003 + chunk)
+        path = folder / f"part-{chunk:05d}.json"
+        path.write_bytes(content)
+        out.files.append(path)
+        out.records += records
+        out.tombstones += tombstones
+        out.events += n
+        out.bytes += len(content)
+        done += n
+        chunk += 1
+    return out

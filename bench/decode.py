@@ -1,0 +1,318 @@
+"""Decode throughput per format: the project's path against Spark's ``from_json`` and a
+single-process parse bound, over the same landing files.
+
+project
+    The SELECT of ``models/staging/landing/stg_landing__records.sql`` as dbt compiles
+    it (``cdc_read_records`` -> explode -> ``cdc_decode``, exactly as the pipeline runs
+    it, whatever the model becomes), over the format's files (its ``stg_landing__files``
+    table built by dbt, filtered to the format's feed), with the changes exploded into
+    changelog rows (``change.*``, as ``models/changelog/changelog.sql`` flattens them),
+    written to Spark's ``noop`` sink.
+project_spread (diagnostic, the main format only)
+    The same query with the file list repartitioned over every core: the models read
+    and decode in one task, because the file list is one partition; this variant shows
+    what the same UDFs do with every core.
+python_decode_only (diagnostic)
+    The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
+    2000) in the benchmark's own process, over a sample of the files: the Python cost of
+    decoding, without Spark, Arrow conversion or the JVM.
+native
+    The hand-written Spark baseline: ``spark.read.text`` + ``from_json`` with an explicit
+    schema selecting the envelope's op, before/after images (``map<string,string>``:
+    Spark keeps a number's JSON text, so no value is rounded), source block and times
+    (for ``kcat`` lines the payload text is parsed by a second ``from_json``), written to
+    ``noop``. It decodes no logical type, builds no key, seq or event id: it is the
+    floor of what Spark's own JSON reader costs for the same fields.
+bound_orjson
+    One Python process, no Spark: read each file, split lines, ``orjson.loads`` each
+    (and the ``kcat`` payload). The cost of parsing the JSON once in Python.
+bound_pyarrow
+    ``pyarrow.json.read_json`` of each file as one block (kcat payloads read as a
+    second JSON-lines buffer): a C++ parse with type inference, one thread per file.
+    ``None`` with the reason when it cannot infer one type per column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.data import DataSet, FormatCase
+
+IMG = "map<string,string>"
+_DEBEZIUM_PAYLOAD = f"before {IMG}, after {IMG}, source {IMG}, op string, ts_ms bigint"
+_KCAT = "topic string, partition int, offset bigint, key string, payload string"
+_CDL = (
+    f"{_DEBEZIUM_PAYLOAD}, DATA_STORE string, SEG_OWNER string, TABLE_NAME string, `TIMESTAMP` bigint, "
+    f"OPERATION string, transaction struct<properties: array<struct<name: string, value: bigint>>>, "
+    f"unique {IMG}, data {IMG}, message_version string, message_type string"
+)
+_ARCION_INTERNAL = (
+    "tableName struct<namespace: struct<catalog: string, schema: string>, name: string>, opType string, "
+    f"cursor string, before {IMG}, after {IMG}, exists {IMG}, operationcount string"
+)
+
+
+def _wrapped(fields: str) -> str:
+    """A schema for envelopes with or without ``{"schema": .., "payload": ..}``."""
+    struct_fields = ", ".join(f.strip().replace(" ", ": ", 1) for f in _split_top(fields))
+    return f"payload struct<{struct_fields}>, {fields}"
+
+
+def _split_top(ddl: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in ddl:
+        depth += ch in "<("
+        depth -= ch in ">)"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur]
+
+
+def _pick(name: str, *alternatives: str) -> str:
+    """``coalesce(e.payload.x, e.x, ...)``: the field wherever the envelope has it."""
+    cols = []
+    for alt in (name, *alternatives):
+        cols += [f"e.payload.{alt}", f"e.{alt}"]
+    return f"coalesce({', '.join(cols)}) as {name.strip('`').lower()}"
+
+
+def native_select(case: FormatCase) -> tuple[str, list[str]]:
+    """(schema DDL of the envelope, select expressions over ``e``) for ``case``."""
+    if case.format == "cdl_json":
+        cols = [
+            _pick("op", "OPERATION"),
+            _pick("before"),
+            _pick("after", "data"),
+            _pick("source"),
+            _pick("ts_ms", "`TIMESTAMP`"),
+            _pick("unique"),
+            "coalesce(e.payload.source['table'], e.source['table'], e.payload.TABLE_NAME, e.TABLE_NAME) as tbl",
+            "coalesce(e.payload.transaction, e.transaction) as transaction",
+        ]
+        return _wrapped(_CDL), cols
+    if case.format == "arcion_internal_json":
+        return _ARCION_INTERNAL, ["e.tableName", "e.opType", "e.cursor", "e.before", "e.after", "e.exists"]
+    # Debezium-shaped envelopes: debezium_json, arcion_kafka_json, lindorm_json
+    cols = [_pick("op"), _pick("before"), _pick("after"), _pick("source"), _pick("ts_ms")]
+    return _wrapped(_DEBEZIUM_PAYLOAD), cols
+
+
+def sql_literal(text: str) -> str:
+    """A Spark SQL string literal (as the ``cdc_string_literal`` macro writes it)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def compile_records_model(config: Any) -> str:
+    """The SELECT of ``models/staging/landing/stg_landing__records.sql`` as dbt compiles it
+    for ``config`` (whose feeds are the benchmark's folders), after building the models
+    it reads (``stg_landing__files``: the files of every feed)."""
+    from udfs.pipeline import run_dbt
+
+    run_dbt(config, "run", extra=["--select", "+stg_landing__records", "--exclude", "stg_landing__records"])
+    with contextlib.redirect_stdout(io.StringIO()):  # dbt prints what it compiled
+        result = run_dbt(config, "compile", extra=["--select", "stg_landing__records"])
+    (node,) = [r.node for r in result.result.results if r.node.name == "stg_landing__records"]
+    return node.compiled_code
+
+
+def files_sql(schema: str, feed: str, spread: int = 0) -> str:
+    """The rows of ``stg_landing__files`` of ``feed`` (spread over ``spread`` tasks)."""
+    hint = f"/*+ REPARTITION({spread}) */ " if spread else ""
+    return f"(select {hint}* from `{schema}`.`stg_landing__files` where feed = {sql_literal(feed)})"
+
+
+def tasks_with_files(spark: Any, files: str) -> int:
+    """How many Spark tasks (partitions) hold at least one of the files of ``files``:
+    the tasks that read and decode them, as nothing repartitions the records after."""
+    sql = f"select count(distinct task) from (select spark_partition_id() as task from {files} as f) as t"
+    return spark.sql(sql).collect()[0][0]
+
+
+def project_sql(compiled: str, schema: str, feed: str, spread: int = 0) -> str:
+    """The project's decode path for the files of ``feed`` (see the module doc).
+
+    ``compiled`` is :func:`compile_records_model`'s SQL; its ``stg_landing__files``
+    becomes the files of ``feed`` only. ``spread`` > 0 is the diagnostic variant
+    ``project_spread``: the file list is repartitioned over ``spread`` tasks (a
+    ``REPARTITION`` hint), where the models read it as one partition.
+    """
+    files = files_sql(schema, feed, spread)
+    pattern = re.compile(rf"`?{re.escape(schema)}`?\.`?stg_landing__files`?")
+    code, n = pattern.subn(lambda _: files, compiled)
+    assert n >= 1, f"stg_landing__files not found in the compiled stg_landing__records:\n{compiled}"
+    return f"""
+with bench_records as (
+{code}
+)
+select feed, source_file, record_index, status, reason, change.*
+from bench_records lateral view outer explode(changes) exploded as change
+"""
+
+
+def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
+    """The native ``from_json`` baseline as a DataFrame over ``folder``."""
+    from pyspark.sql import functions as F  # noqa: N812 - the usual alias
+
+    schema, cols = native_select(case)
+    lines = spark.read.text(str(folder))
+    if case.framing == "kcat":
+        kcat = lines.select(F.from_json("value", _KCAT).alias("k")).select("k.*")
+        parsed = kcat.select("topic", "partition", "offset", "key", F.from_json("payload", schema).alias("e"))
+        return parsed.selectExpr("topic", "partition", "offset", "key", *cols)
+    return lines.select(F.from_json("value", schema).alias("e")).selectExpr(*cols)
+
+
+def timed_noop(df: Any) -> float:
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def bound_orjson(data: DataSet, framing: str) -> dict[str, Any]:
+    """Single-process ``orjson`` parse of every record (see the module doc)."""
+    import orjson
+
+    t0 = time.perf_counter()
+    parsed = failed = 0
+    for path in data.files:
+        for line in path.read_bytes().split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+                if framing == "kcat" and obj.get("payload") is not None:
+                    orjson.loads(obj["payload"])
+                parsed += 1
+            except orjson.JSONDecodeError:
+                failed += 1
+    return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": failed}
+
+
+def python_decode(data: DataSet, framing: str, decoder_options: str, sample: int) -> dict[str, Any]:
+    """The pure functions behind the UDFs, in this process, without Spark:
+    ``udfs.framing.split_file`` + ``udfs.decode.decode_records`` over the first files
+    of ``data`` (at least ``sample`` records; a rate per record needs no more)."""
+    from udfs.decode import decode_records
+    from udfs.framing import split_file
+
+    t0 = time.perf_counter()
+    records = changes = 0
+    for path in data.files:
+        raw = split_file(path.read_bytes(), framing, {})
+        for i in range(0, len(raw), 2000):  # the UDF's batch size
+            chunk = raw[i : i + 2000]
+            results = decode_records(decoder_options, [r.text for r in chunk], [r.kafka_key for r in chunk])
+            changes += sum(len(r["changes"] or []) for r in results)
+        records += len(raw)
+        if records >= sample:
+            break
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": round(seconds, 3),
+        "records": records,
+        "changes": changes,
+        "records_per_s": round(records / seconds, 1),
+    }
+
+
+def _one_block(size: int) -> Any:
+    """Read options making a whole file one block: pyarrow infers each block's types
+    alone and cannot merge blocks where a column was all null in the first one."""
+    import pyarrow.json as pj
+
+    return pj.ReadOptions(block_size=size + 1)
+
+
+def bound_pyarrow(data: DataSet, framing: str) -> dict[str, Any]:
+    """``pyarrow.json.read_json`` of every file (see the module doc)."""
+    import pyarrow.json as pj
+
+    t0 = time.perf_counter()
+    rows = 0
+    try:
+        for path in data.files:
+            table = pj.read_json(path, read_options=_one_block(path.stat().st_size))
+            if framing == "kcat":
+                payloads = [p for p in table.column("payload").to_pylist() if p is not None]
+                buffer = "\n".join(payloads).encode("utf-8")
+                table = pj.read_json(io.BytesIO(buffer), read_options=_one_block(len(buffer)))
+            rows += table.num_rows
+    except Exception as exc:  # noqa: BLE001 - a type pyarrow cannot infer is a result, not a failure
+        return {"seconds": None, "rows": rows, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {"seconds": time.perf_counter() - t0, "rows": rows, "error": None}
+
+
+def _rates(seconds: float | None, data: DataSet) -> dict[str, Any]:
+    if not seconds:
+        return {"seconds": seconds, "records_per_s": None, "mb_per_s": None}
+    return {
+        "seconds": round(seconds, 3),
+        "records_per_s": round(data.records / seconds, 1),
+        "mb_per_s": round(data.bytes / 1e6 / seconds, 2),
+    }
+
+
+def run_decode(
+    spark: Any,
+    case: FormatCase,
+    data: DataSet,
+    model: tuple[str, str, str],
+    decoder_options: str,
+    sampler: Any,
+    repeat: int = 1,
+    spread: int = 0,
+    python_sample: int = 20_000,
+) -> dict[str, Any]:
+    """Every variant over ``data``; the best of ``repeat`` runs of each Spark variant.
+
+    ``model`` is (compiled records model, its schema, the feed of ``data``);
+    ``spread`` > 0 adds ``project_spread`` (see :func:`project_sql`).
+    """
+    best: dict[str, float] = {}
+    frames = {
+        "project": spark.sql(project_sql(*model)),
+        "native": native_frame(spark, case, data.folder),
+    }
+    if spread:
+        frames["project_spread"] = spark.sql(project_sql(*model, spread=spread))
+    for _ in range(repeat):
+        for name, frame in frames.items():
+            with sampler.section(f"decode:{case.name}:{name}"):
+                t = timed_noop(frame)
+            best[name] = min(t, best.get(name, t))
+    project, native = best["project"], best["native"]
+    with sampler.section(f"decode:{case.name}:bound"):
+        orj = min((bound_orjson(data, case.framing) for _ in range(repeat)), key=lambda r: r["seconds"])
+        pya = bound_pyarrow(data, case.framing)
+        pyd = python_decode(data, case.framing, decoder_options, python_sample)
+    out = {
+        "format": case.format,
+        "case": case.name,
+        "framing": case.framing,
+        "data": data.as_dict(),
+        "project": _rates(project, data),
+        "project_spread": _rates(best.get("project_spread"), data) | {"tasks": spread or None},
+        "python_decode_only": pyd,
+        "native_from_json": _rates(native, data),
+        "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"]},
+        "bound_pyarrow": _rates(pya["seconds"], data) | {"error": pya["error"]},
+        "spark_tasks": {
+            "project": tasks_with_files(spark, files_sql(model[1], model[2])),
+            "native": frames["native"].rdd.getNumPartitions(),
+            **({"project_spread": tasks_with_files(spark, files_sql(model[1], model[2], spread))} if spread else {}),
+        },
+    }
+    out["ratio_project_over_native"] = round(project / native, 2)
+    out["ratio_project_over_bound_orjson"] = round(project / orj["seconds"], 2)
+    out["ratio_project_over_bound_pyarrow"] = round(project / pya["seconds"], 2) if pya["seconds"] else None
+    # time per record in Spark / time per record of the same Python functions alone
+    out["ratio_project_over_python_decode_only"] = round(project * pyd["records_per_s"] / data.records, 2)
+    return out

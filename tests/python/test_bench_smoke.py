@@ -1,0 +1,68 @@
+"""Smoke test of the benchmark harness (``python -m bench``) at a tiny size.
+
+It checks that one run produces every section with positive figures, the JSON and the
+chart; it asserts no timing (the figures of a shared CI machine mean nothing). The
+harness runs in its own process: it starts its own Spark session with its own settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    args = [
+        *("--formats", "debezium_json", "--events", "2000", "--e2e-events", "2000"),
+        *("--state-sizes", "500,5000", "--merge-batch", "200"),
+        *("--work", str(tmp_path / "work"), "--out", str(out)),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "DECODE" in done.stdout and "MERGE GROWTH" in done.stdout
+
+    (result,) = out.glob("*.json")
+    assert result.with_suffix(".png").stat().st_size > 0
+    res = json.loads(result.read_text())
+    assert set(res) >= {"meta", "decode", "end_to_end", "merge_growth", "memory"}
+
+    (decode,) = res["decode"]
+    assert decode["format"] == "debezium_json" and decode["data"]["records"] == 2000
+    for variant in ("project", "project_spread", "native_from_json", "bound_orjson"):
+        assert _positive(decode[variant]["records_per_s"]), variant
+        assert _positive(decode[variant]["mb_per_s"]), variant
+    assert _positive(decode["python_decode_only"]["records_per_s"])
+    assert _positive(decode["ratio_project_over_native"]) and _positive(decode["ratio_project_over_bound_orjson"])
+
+    e2e = res["end_to_end"]
+    assert e2e["summary"]["records"] == 2000 and e2e["summary"]["quarantined"] == 0
+    for stage in ("read+decode (stg)", "changelog", "merge (state/history)", "marts"):
+        assert _positive(e2e["stages_s"][stage]), stage
+    assert _positive(e2e["native_decode_parquet_s"]) and _positive(e2e["ratio_project_over_native"])
+
+    merge = res["merge_growth"]
+    assert [s["state_rows"] for s in merge["steps"]] == [500, 5000]
+    for step in merge["steps"]:
+        assert step["check_ok"], step
+        assert _positive(step["merge_s"]) and _positive(step["initial_merge_s"])
+        assert step["batch_changes"] == 200 and step["batch_late"] == 40
+    (ratio,) = merge["ratios"]
+    assert _positive(ratio["merge_time_ratio"])
+
+    memory = res["memory"]
+    assert _positive(memory["jvm_vmhwm_mib"]) and _positive(memory["python_worker_vmhwm_max_mib"])
+    assert _positive(memory["sections"]["decode:debezium_json:project"]["python_workers_peak_rss_sum_mib"])
+    assert _positive(memory["sections"]["e2e:project"]["jvm_peak_rss_mib"])
