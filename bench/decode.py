@@ -203,6 +203,9 @@ def python_decode(data: DataSet, framing: str, decoder_options: str, sample: int
     from udfs.decode import decode_records
     from udfs.framing import split_file
 
+    # the first call imports the format's modules (once per process, as in a worker)
+    first = split_file(data.files[0].read_bytes(), framing, {})[:1]
+    decode_records(decoder_options, [r.text for r in first], [r.kafka_key for r in first])
     t0 = time.perf_counter()
     records = changes = 0
     for path in data.files:

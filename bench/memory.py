@@ -132,7 +132,8 @@ class MemorySampler:
 
     @contextmanager
     def section(self, label: str):
-        """Attribute the samples taken inside the ``with`` block to ``label``."""
+        """Attribute the samples taken inside the ``with`` block to ``label``; yields a
+        dict that gets the block's ``cpu_s`` and ``wall_s`` when it ends."""
         self.sample()
         with self._lock:
             previous, self._label = self._label, label
@@ -140,16 +141,17 @@ class MemorySampler:
         cpu_start, wall_start = self.cpu_total(), time.perf_counter()
         with self._lock:  # what was resident already when the section began
             self._starts.setdefault(label, (jvm, workers))
+        spent: dict[str, float] = {}
         try:
-            yield
+            yield spent
         finally:
             self.sample()
-            used = self.cpu_total() - cpu_start
+            spent["cpu_s"] = self.cpu_total() - cpu_start
+            spent["wall_s"] = time.perf_counter() - wall_start
             with self._lock:
                 self._label = previous
-                self._section_cpu[label] = self._section_cpu.get(label, 0.0) + used
-                wall = time.perf_counter() - wall_start
-                self._section_wall[label] = self._section_wall.get(label, 0.0) + wall
+                self._section_cpu[label] = self._section_cpu.get(label, 0.0) + spent["cpu_s"]
+                self._section_wall[label] = self._section_wall.get(label, 0.0) + spent["wall_s"]
 
     def cpu_total(self) -> float:
         """CPU seconds used so far by this process, the JVM and the Python workers (a

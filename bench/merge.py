@@ -14,10 +14,13 @@ key is the LSN), grown in steps:
    merge*): the state now holds S rows;
 3. the batch: ``batch`` full-image updates of distinct random keys of the state,
    ``late_fraction`` of them *late* (their LSN is older than the key's snapshot, so the
-   state must not change for them), as one Debezium JSON landing file, then a ``dbt
-   run`` of the models up to the merge (``BATCH_SELECTION``). The merge time is the sum of the merge nodes
+   state must not change for them), as one Debezium JSON landing file; a ``dbt run``
+   decodes it into the changelog (``DECODE_SELECTION``), a second one merges it
+   (``MERGE_NODES``). The merge time is the sum of the merge nodes
    (``int_row_versions_refolded``, ``state``, ``history``, ``merge_log``) from
-   ``run_results.json``; decoding the batch is reported apart.
+   ``run_results.json``; its CPU is what the process tree used during the second run.
+   ``repeat`` batches are merged at each size and the fastest counts (the machine is
+   shared); every batch stays in the changelog, so the state's history grows with them.
 
 After each batch the state is checked: S live rows, and exactly the on-time keys carry
 the batch's LSN.
@@ -29,7 +32,6 @@ import contextlib
 import io
 import json
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +45,10 @@ LSN_STEP = 100
 ONTIME_LSN = 10**13  # every on-time batch change is after every snapshot
 TS_MS = 1_700_000_000_000
 MERGE_NODES = ("int_row_versions_refolded", "state", "history", "merge_log")
-#: a batch run: decode, changelog, the merge, and the audit row that marks the file read
-#: (no marts, audit reports or tests: they do not change what the merge costs)
-BATCH_SELECTION = "+merge_log +audit_files"
+#: a batch's first run: decode, changelog, and the audit row that marks the file read
+#: (no marts, audit reports or tests: they do not change what the merge costs); then a
+#: run of ``MERGE_NODES`` alone, so its CPU is measured apart
+DECODE_SELECTION = "+audit_files"
 
 #: The values of key ``k`` as Spark SQL over a column ``id`` (see :func:`base_row`).
 _VALUE_SQL = {
@@ -218,6 +221,49 @@ def _compile_macros(config: Any) -> tuple[str, str]:
     return order_key.strip(), bucket.strip()
 
 
+def _merge_one_batch(
+    spark: Any, config: Any, landing: Path, b: int, size: int, batch: int, late_fraction: float, seed: int, sampler: Any
+) -> dict[str, Any]:
+    """Land batch ``b`` over the first ``size`` keys, decode it, merge it; timed and checked."""
+    from udfs.pipeline import run_dbt
+
+    s = config.schema
+    target = config.warehouse / "dbt" / "target"
+    lines, n_late = batch_lines(b, size, batch, late_fraction, seed)
+    (landing / f"batch-{b:02d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with sampler.section(f"merge:S={size}:batch decode"):
+        run_dbt(config, "run", extra=["--select", DECODE_SELECTION])
+    decode = node_times(target)
+    changelog_rows = spark.table(f"`{s}`.changelog").count()
+    with sampler.section(f"merge:S={size}:batch merge") as spent:
+        run_dbt(config, "run", extra=["--select", " ".join(MERGE_NODES)])
+    merge = node_times(target)
+    ontime_prefix = str(ONTIME_LSN + b * 10**9).zfill(20)[:11]
+    live, ontime_applied = spark.sql(
+        f"select count_if(not is_deleted), count_if(last_seq like '{ontime_prefix}%') from `{s}`.state"
+    ).collect()[0]
+    versions, buckets = spark.sql(
+        f"select versions_rewritten, buckets_rewritten from `{s}`.merge_log order by merged_through desc limit 1"
+    ).collect()[0]
+    n = min(batch, size)
+    return {
+        "batch_no": b,
+        "changelog_rows": changelog_rows,
+        "late": n_late,
+        "check_ok": live == size and ontime_applied == n - n_late,
+        "state_rows_live_after": live,
+        "ontime_applied": ontime_applied,
+        "merge_s": round(sum(merge["nodes"].get(node, 0.0) for node in MERGE_NODES), 3),
+        "merge_nodes_s": {node: merge["nodes"].get(node) for node in MERGE_NODES},
+        "merge_invocation_wall_s": round(spent["wall_s"], 3),
+        "merge_invocation_cpu_s": round(spent["cpu_s"], 1),
+        "decode_s": decode["stages"]["read+decode (stg)"],
+        "changelog_s": decode["stages"]["changelog"],
+        "versions_rewritten": versions,
+        "buckets_rewritten": buckets,
+    }
+
+
 def run_merge_growth(
     spark: Any,
     config: Any,
@@ -227,68 +273,53 @@ def run_merge_growth(
     late_fraction: float,
     seed: int,
     sampler: Any,
+    repeat: int = 2,
 ) -> dict[str, Any]:
+    """See the module doc; ``repeat`` batches are merged at each size, the fastest counts."""
     from udfs.pipeline import run_dbt
 
     s = config.schema
     target = config.warehouse / "dbt" / "target"
     decoder_options = json.dumps(config.decoder_options(config.feeds[0]), sort_keys=True)
-    with sampler.section("merge:setup"):
-        t0 = time.perf_counter()
+    with sampler.section("merge:setup") as setup:
         run_dbt(config, "run", extra=["--select", "+changelog"])
-        bootstrap = time.perf_counter() - t0
         order_key_sql, bucket_sql = _compile_macros(config)
         columns = spark.table(f"`{s}`.changelog").columns
 
     steps = []
     previous = 0
-    for b, size in enumerate(sizes):
+    b = 0
+    for size in sizes:
         sql = _base_rows_sql(previous, size, order_key_sql, bucket_sql, columns)
         check_synthetic_row(spark, sql, size - 1, decoder_options)
-        with sampler.section(f"merge:S={size}:base"):
-            t0 = time.perf_counter()
+        with sampler.section(f"merge:S={size}:base insert") as insert:
             spark.sql(sql).write.insertInto(f"`{s}`.changelog")
-            insert_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
+        with sampler.section(f"merge:S={size}:initial merge") as initial_spent:
             run_dbt(config, "run", extra=["--select", " ".join(MERGE_NODES)])
-            initial_merge_wall = time.perf_counter() - t0
-            initial = node_times(target)
-        lines, n_late = batch_lines(b, size, batch, late_fraction, seed)
-        (landing / f"batch-{b:02d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        changelog_before = spark.table(f"`{s}`.changelog").count()
-        with sampler.section(f"merge:S={size}:batch"):
-            t0 = time.perf_counter()
-            run_dbt(config, "run", extra=["--select", BATCH_SELECTION])
-            wall = time.perf_counter() - t0
-        timing = node_times(target)
-        merge_s = sum(timing["nodes"].get(n, 0.0) for n in MERGE_NODES)
-        ontime_prefix = str(ONTIME_LSN + b * 10**9).zfill(20)[:11]
-        live, ontime_applied = spark.sql(
-            f"select count_if(not is_deleted), count_if(last_seq like '{ontime_prefix}%') from `{s}`.state"
-        ).collect()[0]
-        versions, buckets = spark.sql(
-            f"select versions_rewritten, buckets_rewritten from `{s}`.merge_log order by merged_through desc limit 1"
-        ).collect()[0]
-        expected_ontime = min(batch, size) - n_late
+        initial = node_times(target)
+        batches = []
+        for _ in range(repeat):
+            batches.append(_merge_one_batch(spark, config, landing, b, size, batch, late_fraction, seed, sampler))
+            b += 1
+        best = min(batches, key=lambda r: r["merge_s"])
         steps.append(
             {
                 "state_rows": size,
-                "state_rows_live_after": live,
-                "changelog_rows_before_batch": changelog_before,
                 "batch_changes": min(batch, size),
-                "batch_late": n_late,
-                "ontime_applied": ontime_applied,
-                "check_ok": live == size and ontime_applied == expected_ontime,
-                "merge_s": round(merge_s, 3),
-                "merge_nodes_s": {n: timing["nodes"].get(n) for n in MERGE_NODES},
-                "batch_decode_s": timing["stages"]["read+decode (stg)"],
-                "batch_run_wall_s": round(wall, 3),
-                "batch_stages_s": timing["stages"],
-                "versions_rewritten": versions,
-                "buckets_rewritten": buckets,
-                "base_insert_s": round(insert_s, 3),
+                "batch_late": best["late"],
+                "changelog_rows_before_batch": best["changelog_rows"] - min(batch, size),
+                "check_ok": all(r["check_ok"] for r in batches),
+                # the fastest of the batches merged at this size
+                "merge_s": best["merge_s"],
+                "merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in batches),
+                "merge_nodes_s": best["merge_nodes_s"],
+                "batch_decode_s": best["decode_s"],
+                "versions_rewritten": best["versions_rewritten"],
+                "buckets_rewritten": best["buckets_rewritten"],
+                "base_insert_s": round(insert["wall_s"], 3),
                 "initial_merge_s": round(sum(initial["nodes"].get(n, 0.0) for n in MERGE_NODES), 3),
-                "initial_merge_wall_s": round(initial_merge_wall, 3),
+                "initial_merge_cpu_s": round(initial_spent["cpu_s"], 1),
+                "batches": batches,
             }
         )
         previous = size
@@ -298,6 +329,7 @@ def run_merge_growth(
             "to": c["state_rows"],
             "state_growth": round(c["state_rows"] / a["state_rows"], 2),
             "merge_time_ratio": round(c["merge_s"] / a["merge_s"], 2),
+            "merge_cpu_ratio": round(c["merge_cpu_s"] / a["merge_cpu_s"], 2),
         }
         for a, c in zip(steps, steps[1:], strict=False)
     ]
@@ -306,7 +338,8 @@ def run_merge_growth(
         "buckets": config.buckets,
         "batch": batch,
         "late_fraction": late_fraction,
-        "bootstrap_s": round(bootstrap, 3),
+        "repeat": repeat,
+        "bootstrap_s": round(setup["wall_s"], 3),
         "steps": steps,
         "ratios": ratios,
         "target": "merge time ratio <= 2 when the state grows 10x",
