@@ -15,7 +15,7 @@ import yaml
 
 from udfs.framing import FRAMINGS
 
-TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets", "spark"}
+TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets", "decode_task_bytes", "spark"}
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
 TABLE_KEYS = {"key", "columns"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -52,6 +52,10 @@ class TableConfig:
         return self.table_id.split(".")
 
 
+#: 64 MiB of landing files per decoding task: a Python worker grows to about 3.5x that
+DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
+
+
 @dataclass
 class Config:
     path: Path
@@ -64,6 +68,8 @@ class Config:
     #: extra Spark / Hive settings of the session (``spark:`` in cdc.yml), e.g. the
     #: Thrift server's ``hive.server2.authentication`` settings
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: landing bytes read and decoded per Spark task (see macros/sql/cdc_decode_tasks.sql)
+    decode_task_bytes: int = DEFAULT_DECODE_TASK_BYTES
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -113,6 +119,9 @@ def load_config(path: str | Path) -> Config:
     buckets = raw.get("buckets", 16)
     if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 4096:
         raise ConfigError(f"buckets must be an integer between 1 and 4096, got {buckets!r}")
+    task_bytes = raw.get("decode_task_bytes", DEFAULT_DECODE_TASK_BYTES)
+    if not isinstance(task_bytes, int) or isinstance(task_bytes, bool) or task_bytes < 1:
+        raise ConfigError(f"decode_task_bytes must be a positive integer (bytes), got {task_bytes!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -186,7 +195,7 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
     spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
-    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf)
+    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes)
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -56,6 +56,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "schema": config.schema,
             "marts_schema": config.marts_schema,
             "buckets": config.buckets,
+            "decode_task_bytes": config.decode_task_bytes,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "feeds": [

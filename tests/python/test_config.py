@@ -57,3 +57,11 @@ def test_spark_settings_are_text(tmp_path):
         _write(tmp_path, [feed("debezium_json")], spark={"hive.server2.authentication": "LDAP", "x.flag": True})
     )
     assert config.spark_conf == {"hive.server2.authentication": "LDAP", "x.flag": "true"}
+
+
+def test_decode_task_bytes_is_a_positive_byte_count(tmp_path):
+    assert load_config(_write(tmp_path, [feed("debezium_json")])).decode_task_bytes == 64 * 1024 * 1024
+    assert load_config(_write(tmp_path, [feed("debezium_json")], decode_task_bytes=1000)).decode_task_bytes == 1000
+    for bad in (0, -5, "64MB", True, 1.5):
+        with pytest.raises(ConfigError, match="decode_task_bytes must be a positive integer"):
+            load_config(_write(tmp_path, [feed("debezium_json")], decode_task_bytes=bad))

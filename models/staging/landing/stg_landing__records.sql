@@ -1,9 +1,14 @@
 -- Every record of the new landing files, decoded once: one row per record with its
 -- status (ok, skipped, quarantined), the reason, and the changelog rows it produced.
+{% set decode_tasks = cdc_decode_tasks(ref('stg_landing__files')) %}
+
 with
 
+-- spread over several tasks: the files are read and decoded in parallel, and one
+-- Python call holds the records of a few files, not of the whole run
 files as (
-    select * from {{ ref('stg_landing__files') }}
+    select /*+ repartition({{ decode_tasks }}) */ *
+    from {{ ref('stg_landing__files') }}
 ),
 
 read_files as (

@@ -1,0 +1,53 @@
+"""The landing files of a run are read and decoded by several Spark tasks
+(``macros/sql/cdc_decode_tasks.sql``): one task per ``decode_task_bytes`` of files, at
+least 8 when there are that many files, never more tasks than files. Each task writes
+its own part file of ``stg_landing__records``, so the part files count the tasks."""
+
+from __future__ import annotations
+
+import yaml
+
+from udfs.pipeline import run_pipeline
+
+EVENT = (
+    '{"before":null,"after":{"id":%d,"name":"n%d"},"source":{"connector":"postgresql","db":"d","schema":"s",'
+    '"table":"items","lsn":%d},"op":"c"}'
+)
+EVENTS_PER_FILE = 3
+
+
+def _landing_texts(files: int) -> list[str]:
+    return [
+        "".join(EVENT % (i, i, i + 1) + "\n" for i in range(f * EVENTS_PER_FILE, (f + 1) * EVENTS_PER_FILE))
+        for f in range(files)
+    ]
+
+
+def _run(spark, make_config, tmp_path, files: int, **settings) -> tuple[int, int]:
+    """Run over ``files`` landing files; return (decoding tasks, live state rows)."""
+    config = make_config(
+        [{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}}, **settings
+    )
+    landing = tmp_path / "landing" / "f"
+    for f, text in enumerate(_landing_texts(files)):
+        (landing / f"{f:03d}.jsonl").write_text(text)
+    summary = run_pipeline(config, spark=spark)
+    assert (summary.files, summary.records, summary.changes) == (files, files * 3, files * 3)
+    schema = yaml.safe_load(config.read_text())["schema"]
+    part_files = spark.table(f"{schema}.stg_landing__records").inputFiles()
+    state_rows = spark.sql(f"select count(*) from {schema}.state where not is_deleted").first()[0]
+    return len(part_files), state_rows
+
+
+def test_few_files_get_a_task_each(spark, make_config, tmp_path):
+    assert _run(spark, make_config, tmp_path, files=3) == (3, 9)
+
+
+def test_many_small_files_share_at_least_eight_tasks(spark, make_config, tmp_path):
+    assert _run(spark, make_config, tmp_path, files=12) == (8, 36)
+
+
+def test_task_bytes_sets_the_tasks_above_eight(spark, make_config, tmp_path):
+    total = sum(len(t.encode()) for t in _landing_texts(12))
+    task_bytes = -(-total // 10)  # ceil: ten tasks' worth of bytes
+    assert _run(spark, make_config, tmp_path, files=12, decode_task_bytes=task_bytes) == (10, 36)
