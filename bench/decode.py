@@ -8,10 +8,11 @@ project
     table built by dbt, filtered to the format's feed), with the changes exploded into
     changelog rows (``change.*``, as ``models/changelog/changelog.sql`` flattens them),
     written to Spark's ``noop`` sink.
-project_spread (diagnostic, the main format only)
-    The same query with the file list repartitioned over every core: the models read
-    and decode in one task, because the file list is one partition; this variant shows
-    what the same UDFs do with every core.
+project_one_task (diagnostic, the main format only)
+    The same query with the model's ``repartition`` hint set to one task: every file
+    read and decoded by one task, on one core, as the models did before they spread
+    the file list (``macros/sql/cdc_decode_tasks.sql``). Side by side with *project*,
+    it shows what the spread buys.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -123,31 +124,44 @@ def compile_records_model(config: Any) -> str:
     return node.compiled_code
 
 
-def files_sql(schema: str, feed: str, spread: int = 0) -> str:
-    """The rows of ``stg_landing__files`` of ``feed`` (spread over ``spread`` tasks)."""
-    hint = f"/*+ REPARTITION({spread}) */ " if spread else ""
-    return f"(select {hint}* from `{schema}`.`stg_landing__files` where feed = {sql_literal(feed)})"
+def files_sql(schema: str, feed: str) -> str:
+    """The rows of ``stg_landing__files`` of ``feed``."""
+    return f"(select * from `{schema}`.`stg_landing__files` where feed = {sql_literal(feed)})"
 
 
-def tasks_with_files(spark: Any, files: str) -> int:
-    """How many Spark tasks (partitions) hold at least one of the files of ``files``:
-    the tasks that read and decode them, as nothing repartitions the records after."""
-    sql = f"select count(distinct task) from (select spark_partition_id() as task from {files} as f) as t"
+#: the hint of stg_landing__records that spreads the file list over the decoding tasks
+_TASKS_HINT = re.compile(r"/\*\+\s*repartition\((\d+)\)\s*\*/", re.IGNORECASE)
+
+
+def model_tasks(compiled: str) -> int:
+    """The number of decoding tasks the compiled records model asks for (its hint)."""
+    found = _TASKS_HINT.findall(compiled)
+    return int(found[0]) if found else 1
+
+
+def tasks_with_files(spark: Any, files: str, tasks: int) -> int:
+    """How many Spark tasks hold at least one of the files of ``files`` when the file
+    list is spread over ``tasks`` partitions as the model spreads it: the tasks that
+    read and decode them, as nothing repartitions the records after."""
+    sql = (
+        f"select count(distinct task) from (select spark_partition_id() as task "
+        f"from (select /*+ REPARTITION({tasks}) */ * from {files} as f) as r) as t"
+    )
     return spark.sql(sql).collect()[0][0]
 
 
-def project_sql(compiled: str, schema: str, feed: str, spread: int = 0) -> str:
+def project_sql(compiled: str, schema: str, feed: str, one_task: bool = False) -> str:
     """The project's decode path for the files of ``feed`` (see the module doc).
 
     ``compiled`` is :func:`compile_records_model`'s SQL; its ``stg_landing__files``
-    becomes the files of ``feed`` only. ``spread`` > 0 is the diagnostic variant
-    ``project_spread``: the file list is repartitioned over ``spread`` tasks (a
-    ``REPARTITION`` hint), where the models read it as one partition.
+    becomes the files of ``feed`` only. ``one_task`` is the diagnostic variant
+    ``project_one_task``: the model's ``repartition`` hint asks for one task.
     """
-    files = files_sql(schema, feed, spread)
     pattern = re.compile(rf"`?{re.escape(schema)}`?\.`?stg_landing__files`?")
-    code, n = pattern.subn(lambda _: files, compiled)
+    code, n = pattern.subn(lambda _: files_sql(schema, feed), compiled)
     assert n >= 1, f"stg_landing__files not found in the compiled stg_landing__records:\n{compiled}"
+    if one_task:
+        code = _TASKS_HINT.sub("/*+ repartition(1) */", code)
     return f"""
 with bench_records as (
 {code}
@@ -271,21 +285,21 @@ def run_decode(
     decoder_options: str,
     sampler: Any,
     repeat: int = 1,
-    spread: int = 0,
+    one_task: bool = False,
     python_sample: int = 20_000,
 ) -> dict[str, Any]:
     """Every variant over ``data``; the best of ``repeat`` runs of each Spark variant.
 
     ``model`` is (compiled records model, its schema, the feed of ``data``);
-    ``spread`` > 0 adds ``project_spread`` (see :func:`project_sql`).
+    ``one_task`` adds ``project_one_task`` (see :func:`project_sql`).
     """
     best: dict[str, float] = {}
     frames = {
         "project": spark.sql(project_sql(*model)),
         "native": native_frame(spark, case, data.folder),
     }
-    if spread:
-        frames["project_spread"] = spark.sql(project_sql(*model, spread=spread))
+    if one_task:
+        frames["project_one_task"] = spark.sql(project_sql(*model, one_task=True))
     for _ in range(repeat):
         for name, frame in frames.items():
             with sampler.section(f"decode:{case.name}:{name}"):
@@ -302,15 +316,15 @@ def run_decode(
         "framing": case.framing,
         "data": data.as_dict(),
         "project": _rates(project, data),
-        "project_spread": _rates(best.get("project_spread"), data) | {"tasks": spread or None},
+        "project_one_task": _rates(best.get("project_one_task"), data) | {"tasks": 1 if one_task else None},
         "python_decode_only": pyd,
         "native_from_json": _rates(native, data),
         "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"]},
         "bound_pyarrow": _rates(pya["seconds"], data) | {"error": pya["error"]},
         "spark_tasks": {
-            "project": tasks_with_files(spark, files_sql(model[1], model[2])),
+            "project": tasks_with_files(spark, files_sql(model[1], model[2]), model_tasks(model[0])),
             "native": frames["native"].rdd.getNumPartitions(),
-            **({"project_spread": tasks_with_files(spark, files_sql(model[1], model[2], spread))} if spread else {}),
+            **({"project_one_task": 1} if one_task else {}),
         },
     }
     out["ratio_project_over_native"] = round(project / native, 2)

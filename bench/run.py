@@ -157,7 +157,7 @@ def _add_cpu(decode: list[dict], e2e: dict, sections: dict[str, dict]) -> None:
         return sections.get(label, {}).get("cpu_s")
 
     for d in decode:
-        d["cpu_s"] = {v: cpu(f"decode:{d['case']}:{v}") for v in ("project", "project_spread", "native")}
+        d["cpu_s"] = {v: cpu(f"decode:{d['case']}:{v}") for v in ("project", "project_one_task", "native")}
         project, native = d["cpu_s"]["project"], d["cpu_s"]["native"]
         d["cpu_ratio_project_over_native"] = round(project / native, 2) if project and native else None
     e2e["cpu_s"] = {"project": cpu("e2e:project"), "native": cpu("e2e:native")}
@@ -272,10 +272,10 @@ def main(argv: list[str] | None = None) -> int:
         decode = []
         for name, ds in decode_sets.items():
             print(f"bench: decode {name} ({ds.records:,} records)", file=sys.stderr)
-            spread = spark.sparkContext.defaultParallelism if name == "debezium_json" else 0
+            one_task = name == "debezium_json"
             project = (records_sql, decode_cfg.schema, f"decode_{name}")
             d = run_decode(
-                spark, FORMAT_CASES[name], ds, project, options[f"decode_{name}"], sampler, args.repeat, spread
+                spark, FORMAT_CASES[name], ds, project, options[f"decode_{name}"], sampler, args.repeat, one_task
             )
             decode.append(d)
             print(

@@ -41,7 +41,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
 
     (decode,) = res["decode"]
     assert decode["format"] == "debezium_json" and decode["data"]["records"] == 2000
-    for variant in ("project", "project_spread", "native_from_json", "bound_orjson"):
+    for variant in ("project", "project_one_task", "native_from_json", "bound_orjson"):
         assert _positive(decode[variant]["records_per_s"]), variant
         assert _positive(decode[variant]["mb_per_s"]), variant
     assert _positive(decode["python_decode_only"]["records_per_s"])
