@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# helper modules whose asserts should report like a test's (imported by the tests after this)
+pytest.register_assert_rewrite("change_checks")
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 CORPORA = SHARED / "corpora"

@@ -558,13 +558,10 @@ def _neighbours(ch: Chooser, make: Callable[[Chooser, int], Any], start: int) ->
     return [make(ch, start + i) for i in range(ch.integer(0, 3))]
 
 
-@PROPERTY
-@given(st.data())
-def test_json_family_lines(data: st.DataObject) -> None:
-    """debezium_json, cdl_json and lindorm_json in ``lines``: one envelope per line."""
-    ch = Chooser(data)
-    fmt = ch.choice(sorted(JSON_FAMILY))
-    make = JSON_FAMILY[fmt]
+def _check_json_lines(ch: Chooser, fmt: str, make: Callable[[Chooser, int], Any]) -> None:
+    """One JSON envelope per line (``lines``): valid neighbours around 1-2 broken
+    envelopes (a structural mutation, a byte mutation, or both). For the JSON family and
+    the DTS JSON formats alike."""
     before = [dump(o).encode() for o in _neighbours(ch, make, 0)]
     after = [dump(o).encode() for o in _neighbours(ch, make, 10)]
     bad = []
@@ -574,6 +571,15 @@ def test_json_family_lines(data: st.DataObject) -> None:
         text = dump(mutate_json(ch, obj) if structural else obj).encode()
         bad.append(mutate_bytes(ch, text) if not structural or ch.integer(0, 1) else text)
     check_file(before, bad, after, "lines", options_json(fmt, "lines"))
+
+
+@PROPERTY
+@given(st.data())
+def test_json_family_lines(data: st.DataObject) -> None:
+    """debezium_json, cdl_json and lindorm_json in ``lines``: one envelope per line."""
+    ch = Chooser(data)
+    fmt = ch.choice(sorted(JSON_FAMILY))
+    _check_json_lines(ch, fmt, JSON_FAMILY[fmt])
 
 
 @PROPERTY
@@ -742,16 +748,7 @@ def test_dts_family(data: st.DataObject) -> None:
             after, tail = [], "prefix"
         check_file(before, bad, after, "length_prefixed", options_json(fmt, "length_prefixed"), sep=b"", tail=tail)
         return
-    make = DTS_JSON[fmt]
-    before = [dump(o).encode() for o in _neighbours(ch, make, 0)]
-    after = [dump(o).encode() for o in _neighbours(ch, make, 10)]
-    bad = []
-    for i in range(ch.integer(1, 2)):
-        obj = make(ch, 20 + i)
-        structural = ch.integer(0, 2) > 0
-        text = dump(mutate_json(ch, obj) if structural else obj).encode()
-        bad.append(mutate_bytes(ch, text) if not structural or ch.integer(0, 1) else text)
-    check_file(before, bad, after, "lines", options_json(fmt, "lines"))
+    _check_json_lines(ch, fmt, DTS_JSON[fmt])
 
 
 # ----------------------------------------------------------------------------- the pipeline

@@ -839,6 +839,29 @@ def _render_lines(event: SourceEvent, style: _Style) -> list[str]:
     return [json.dumps(o, ensure_ascii=False) for o in out]
 
 
+def _spread(rng: random.Random, items: list[tuple[int, bool]], n_files: int) -> list[list[tuple[int, bool]]]:
+    """``(event index, is duplicate)`` items in ``n_files`` random buckets (files); a
+    duplicate never lands in the file of its original (originals are placed first)."""
+    buckets: list[list[tuple[int, bool]]] = [[] for _ in range(n_files)]
+    home: dict[int, int] = {}
+    for i, dup in sorted(items, key=lambda t: t[1]):  # originals first
+        b = rng.randrange(n_files)
+        if dup and home.get(i) == b:
+            b = (b + 1 + rng.randrange(n_files - 1)) % n_files
+        home.setdefault(i, b)
+        buckets[b].append((i, dup))
+    return buckets
+
+
+def _new_file_name(rng: random.Random, used: set[str], folder: str, ext: str) -> str:
+    """A random file name in ``folder`` not in ``used`` (which records it)."""
+    while True:
+        name = f"{folder}/{rng.getrandbits(48):012x}.{ext}"
+        if name not in used:
+            used.add(name)
+            return name
+
+
 def deliver(
     events: Sequence[SourceEvent],
     seed: int,
@@ -916,14 +939,7 @@ def deliver(
         for framing in ("lines", "kcat"):
             mine = [(i, dup) for i, dup in items[r] if styles[i].framing == framing]
             n_files = rng.randint(2, max(2, max_files))
-            buckets: list[list[tuple[int, bool]]] = [[] for _ in range(n_files)]
-            home: dict[int, int] = {}
-            for i, dup in sorted(mine, key=lambda t: t[1]):  # originals first
-                b = rng.randrange(n_files)
-                if dup and home.get(i) == b:
-                    b = (b + 1 + rng.randrange(n_files - 1)) % n_files
-                home.setdefault(i, b)
-                buckets[b].append((i, dup))
+            buckets = _spread(rng, mine, n_files)
             for bucket in buckets:
                 if not bucket:
                     continue
@@ -938,11 +954,7 @@ def deliver(
                     lines.extend(ev_lines)
                 if rng.random() < 0.5:
                     rng.shuffle(lines)
-                while True:
-                    name = f"{prefix}{framing}/{rng.getrandbits(48):012x}.json"
-                    if name not in used_names:
-                        used_names.add(name)
-                        break
+                name = _new_file_name(rng, used_names, f"{prefix}{framing}", "json")
                 files.append(
                     FileSpec(
                         path=name,
@@ -2000,14 +2012,7 @@ def deliver_case(
             n_files = max(1, min(rng.randint(1, max_files), len(mine)))
             if any(dup for _, dup in mine):
                 n_files = max(n_files, 2)
-            buckets: list[list[tuple[int, bool]]] = [[] for _ in range(n_files)]
-            home: dict[int, int] = {}
-            for i, dup in sorted(mine, key=lambda t: t[1]):  # originals first
-                b = rng.randrange(n_files)
-                if dup and home.get(i) == b:
-                    b = (b + 1 + rng.randrange(n_files - 1)) % n_files
-                home.setdefault(i, b)
-                buckets[b].append((i, dup))
+            buckets = _spread(rng, mine, n_files)
             folder, _, kind = group.partition("#")
             for bucket in buckets:
                 if not bucket:
@@ -2050,11 +2055,7 @@ def deliver_case(
                 else:
                     content = frame_records(framing, lines)
                     ext = "parquet" if framing == "kafka_parquet" else "json"
-                while True:
-                    name = f"{folder}/{rng.getrandbits(48):012x}.{ext}"
-                    if name not in used:
-                        used.add(name)
-                        break
+                name = _new_file_name(rng, used, folder, ext)
                 files.append(
                     FileSpec(
                         path=name,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from change_checks import check, fold
 
 from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
 from udfs.formats.arcion_internal_csv import ArcionInternalCsvDecoder, columns_from_header, split_csv_row
@@ -38,24 +39,11 @@ def decode(text: str | None, options: dict[str, Any] | None = None, **record: An
     return changes[0]
 
 
-def fold(changes: list[Change], state: dict[tuple, dict] | None = None) -> dict[tuple, dict]:
-    """Apply changes: insert replaces the row, update overlays its after_cols, delete removes."""
-    state = {} if state is None else state
-    for ch in changes:
-        image = ch.before if ch.op in ("update", "delete") and ch.before else ch.after
-        key = (image["r_regionkey"],)
-        if ch.op in ("insert", "snapshot"):
-            state[key] = dict(ch.after)
-        elif ch.op == "update":
-            state.setdefault(key, {}).update({c: ch.after[c] for c in (ch.after_cols or ch.after)})
-        elif ch.op == "delete":
-            state.pop(key, None)
-    return state
-
-
-def check(ch: Change, **expected: Any) -> None:
-    for name, value in expected.items():
-        assert getattr(ch, name) == value, name
+def region_key(ch: Change) -> tuple:
+    """The fold key: r_regionkey of the before image (update, delete; the realtime
+    samples' after image lacks it), else of the after image."""
+    image = ch.before if ch.op in ("update", "delete") and ch.before else ch.after
+    return (image["r_regionkey"],)
 
 
 def test_decoder_identity() -> None:
@@ -126,9 +114,9 @@ def test_realtime_update_and_delete() -> None:
 def test_fold_reaches_expected_states() -> None:
     changes = [decode(joined(f"realtime-{op}.csv")) for op in ("insert", "update", "delete")]
     assert changes[0].seq < changes[1].seq
-    state = fold(changes[:2])
+    state = fold(changes[:2], region_key)
     assert state == {("10",): {"r_regionkey": "10", "r_comment": "USA", "r_name": "India"}}
-    assert fold(changes[2:], state) == {}
+    assert fold(changes[2:], region_key, state) == {}
 
 
 def test_snapshot_row_with_header_and_with_config() -> None:

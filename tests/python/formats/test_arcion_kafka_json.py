@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from change_checks import check, fold
 
 from udfs.contract import Change, QuarantineError, Record, SkipRecord
 from udfs.formats.arcion_kafka_json import ArcionKafkaJsonDecoder, decode_key
@@ -42,23 +43,9 @@ def decode(record: Record) -> Change:
     return changes[0]
 
 
-def fold(changes: list[Change]) -> dict[tuple, dict]:
-    """Apply changes: insert replaces the row, update overlays its after_cols, delete removes."""
-    state: dict[tuple, dict] = {}
-    for ch in changes:
-        key = (ch.key["r_regionkey"],)
-        if ch.op in ("insert", "snapshot"):
-            state[key] = dict(ch.after)
-        elif ch.op == "update":
-            state.setdefault(key, {}).update({c: ch.after[c] for c in (ch.after_cols or ch.after)})
-        elif ch.op == "delete":
-            state.pop(key, None)
-    return state
-
-
-def check(ch: Change, **expected: Any) -> None:
-    for name, value in expected.items():
-        assert getattr(ch, name) == value, name
+def message_key(ch: Change) -> tuple:
+    """The fold key: the message's Kafka key."""
+    return (ch.key["r_regionkey"],)
 
 
 COMMON = {"source_db": "tpch", "source_schema": None, "source_table": "region", "col_types": TYPES}
@@ -172,7 +159,7 @@ def test_fold_reaches_expected_state() -> None:
             changes.extend(ArcionKafkaJsonDecoder().decode(message(name)))
         except SkipRecord:
             assert name == "tombstone"
-    assert fold(changes) == {
+    assert fold(changes, message_key) == {
         ("3",): {
             "r_regionkey": "3",
             "r_name": "EUROPE",

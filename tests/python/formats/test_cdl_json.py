@@ -1,7 +1,7 @@
 """Huawei CDL JSON decoder: the spec's samples and the cases around them.
 
-The two samples are copied verbatim from ``specs/huawei-cdl-json-and-debezium-json.txt``
-(split into string pieces only to fit the line length).
+The two samples of ``specs/huawei-cdl-json-and-debezium-json.txt`` are in
+``spec_samples.py`` (shared with the pipeline test).
 """
 
 from __future__ import annotations
@@ -11,64 +11,10 @@ import copy
 import json
 
 import pytest
+from spec_samples import CDL_V1_INSERT, CDL_V2_INSERT
 
 from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
 from udfs.formats.cdl_json import CdlJsonDecoder, parse_position
-
-# fmt: off
-SPEC_V1_INSERT = (
-    '{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"DATA_STORE"},{"t'
-    'ype":"string","optional":false,"field":"SEG_OWNER"},{"type":"string","optional":false,"field":"T'
-    'ABLE_NAME"},{"type":"int64","optional":false,"name":"org.apache.kafka.connect.data.Timestamp","v'
-    'ersion":1,"field":"TIMESTAMP"},{"type":"string","optional":false,"field":"OPERATION"},{"type":"s'
-    'tring","optional":true,"field":"LOB_COLUMNS"},{"type":"struct","fields":[{"type":"array","items"'
-    ':{"type":"struct","fields":[{"type":"string","optional":false,"field":"name"},{"type":"int64","o'
-    'ptional":false,"field":"value"}],"optional":false},"optional":false,"field":"properties"}],"opti'
-    'onal":false,"name":"transaction","field":"transaction"},{"type":"struct","fields":[{"type":"int3'
-    '2","optional":false,"field":"id"}],"optional":true,"name":"unique","field":"unique"},{"type":"st'
-    'ruct","fields":[{"type":"int64","optional":true,"field":"count1"},{"type":"int32","optional":fal'
-    'se,"field":"id"},{"type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp'
-    '","version":1,"field":"time1"},{"type":"string","optional":true,"name":"com.xxx.cdc.data.Decimal'
-    '","field":"decimalNum"}],"optional":true,"name":"data","field":"data"},{"type":"struct","fields"'
-    ':[{"type":"int64","optional":true,"field":"count1"},{"type":"int32","optional":false,"field":"id'
-    '"},{"type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp","version":1,'
-    '"field":"time1"},{"type":"string","optional":true,"name":"com.xxx.cdc.data.Decimal","field":"dec'
-    'imalNum"}],"optional":true,"name":"before","field":"before"},{"type":"string","optional":false,"'
-    'field":"message_version"},{"type":"string","optional":false,"field":"message_type"},{"type":"str'
-    'ing","optional":true,"field":"HEARTBEAT_IDENTIFIER"}],"optional":false,"name":"public.ct_pg2hudi'
-    '"},"payload":{"DATA_STORE":"POSTGRESQL","SEG_OWNER":"public","TABLE_NAME":"ct_pg2hudi","TIMESTAM'
-    'P":1707047996013,"OPERATION":"INSERT","LOB_COLUMNS":null,"transaction":{"properties":[{"name":"l'
-    'sn","value":163955221008},{"name":"txId","value":57227595}]},"unique":{"id":34},"data":{"count1"'
-    ':13,"id":34,"time1":null,"decimalNum":null},"before":null,"message_version":"1.0","message_type"'
-    ':"0","HEARTBEAT_IDENTIFIER":"279fb050-0143-45c1-b184-50bc48c2461c"}}'
-)
-SPEC_V2_INSERT = (
-    '{"schema":{"type":"struct","fields":[{"type":"struct","fields":[{"type":"int64","optional":true,'
-    '"field":"count1"},{"type":"int32","optional":false,"field":"id"},{"type":"string","optional":tru'
-    'e,"name":"com.xxx.cdc.data.timestamp","field":"time1"},{"type":"string","optional":true,"name":"'
-    'com.xxx.cdc.data.Decimal","field":"decimalNum"}],"optional":true,"name":"before","field":"before'
-    '"},{"type":"struct","fields":[{"type":"int64","optional":true,"field":"count1"},{"type":"int32",'
-    '"optional":false,"field":"id"},{"type":"string","optional":true,"name":"com.xxx.cdc.data.timesta'
-    'mp","field":"time1"},{"type":"string","optional":true,"name":"com.xxx.cdc.data.Decimal","field":'
-    '"decimalNum"}],"optional":true,"name":"data","field":"after"},{"type":"struct","fields":[{"type"'
-    ':"string","optional":false,"field":"version"},{"type":"string","optional":false,"field":"connect'
-    'or"},{"type":"string","optional":false,"field":"name"},{"type":"int64","optional":false,"field":'
-    '"ts_ms"},{"type":"string","optional":true,"name":"io.debezium.data.Enum","version":1,"parameters'
-    '":{"allowed":"true,last,false"},"default":"false","field":"snapshot"},{"type":"string","optional'
-    '":false,"field":"db"},{"type":"string","optional":false,"field":"schema"},{"type":"string","opti'
-    'onal":false,"field":"table"},{"type":"int64","optional":true,"field":"txId"},{"type":"int64","op'
-    'tional":true,"field":"lsn"}],"optional":false,"name":"io.debezium.connector.postgresql.Source","'
-    'field":"source"},{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":fals'
-    'e,"field":"ts_ms"},{"type":"string","optional":false,"field":"message_version"},{"type":"string"'
-    ',"optional":false,"field":"message_type"},{"type":"string","optional":true,"field":"LOB_COLUMNS"'
-    '},{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":true,"na'
-    'me":"unique","field":"unique"}],"optional":false,"name":"public.ct_pg2hudi"},"payload":{"before"'
-    ':null,"after":{"count1":14,"id":35,"time1":null,"decimalNum":null},"source":{"version":"1.4.0.Fi'
-    'nal","connector":"postgresql","name":"cdl","ts_ms":1707048891235,"snapshot":"false","db":"cdl","'
-    'schema":"public","table":"ct_pg2hudi","txId":57227663,"lsn":163955586912},"op":"c","ts_ms":17070'
-    '48984208,"message_version":"2.0","message_type":"0","LOB_COLUMNS":null,"unique":{"id":35}}}'
-)
-# fmt: on
 
 V1_TYPES = {"count1": "bigint", "id": "int", "time1": "timestamp", "decimalNum": "string"}
 # CDL 2.0 names its time column ``com.xxx.cdc.data.timestamp`` with type string
@@ -107,7 +53,7 @@ def test_carries_key_in_every_framing(tmp_path) -> None:
 
 
 def test_spec_v1_insert() -> None:
-    assert decode(SPEC_V1_INSERT) == [
+    assert decode(CDL_V1_INSERT) == [
         Change(
             op="insert",
             source_table="ct_pg2hudi",
@@ -132,7 +78,7 @@ def test_spec_v1_insert() -> None:
 
 
 def test_spec_v2_insert() -> None:
-    assert decode(SPEC_V2_INSERT) == [
+    assert decode(CDL_V2_INSERT) == [
         Change(
             op="insert",
             source_table="ct_pg2hudi",
@@ -158,14 +104,14 @@ def test_spec_v2_insert() -> None:
 
 def test_both_versions_in_one_decoder_and_seq_order() -> None:
     decoder = CdlJsonDecoder()
-    first = decoder.decode(Record(text=SPEC_V1_INSERT))[0]
-    second = decoder.decode(Record(text=SPEC_V2_INSERT))[0]
+    first = decoder.decode(Record(text=CDL_V1_INSERT))[0]
+    second = decoder.decode(Record(text=CDL_V2_INSERT))[0]
     assert first.seq < second.seq
 
 
 def test_v1_update_with_logical_time_and_toast() -> None:
     doc = variant(
-        SPEC_V1_INSERT,
+        CDL_V1_INSERT,
         OPERATION="UPDATE",
         TIMESTAMP=-1,
         data={"count1": 14, "id": 34, "time1": 1709164800123, "decimalNum": PLACEHOLDER},
@@ -185,7 +131,7 @@ def test_v1_update_with_logical_time_and_toast() -> None:
 
 def test_v1_delete() -> None:
     doc = variant(
-        SPEC_V1_INSERT,
+        CDL_V1_INSERT,
         OPERATION="DELETE",
         data=None,
         before={"count1": 13, "id": 34, "time1": None, "decimalNum": None},
@@ -198,24 +144,24 @@ def test_v1_delete() -> None:
 
 
 def test_v1_delete_with_only_unique_is_applied_by_key() -> None:
-    doc = variant(SPEC_V1_INSERT, OPERATION="DELETE", data=None, before=None)
+    doc = variant(CDL_V1_INSERT, OPERATION="DELETE", data=None, before=None)
     (change,) = decode(json.dumps(doc))
     assert (change.op, change.before, change.key) == ("delete", None, {"id": "34"})
 
 
 def test_v1_delete_without_any_row_quarantines() -> None:
-    doc = variant(SPEC_V1_INSERT, OPERATION="DELETE", data=None, before=None, unique=None)
+    doc = variant(CDL_V1_INSERT, OPERATION="DELETE", data=None, before=None, unique=None)
     with pytest.raises(QuarantineError, match="delete"):
         decode(json.dumps(doc))
 
 
 def test_payload_only_messages() -> None:
-    v1 = json.loads(SPEC_V1_INSERT)["payload"]
+    v1 = json.loads(CDL_V1_INSERT)["payload"]
     (change,) = decode(json.dumps(v1))
     # no schema: no types, values keep their JSON text
     assert change.col_types == {}
     assert change.after == {"count1": "13", "id": "34", "time1": None, "decimalNum": None}
-    v2 = json.loads(SPEC_V2_INSERT)["payload"]
+    v2 = json.loads(CDL_V2_INSERT)["payload"]
     del v2["message_version"]  # told apart by its `op` field
     (change,) = decode(json.dumps(v2))
     assert change.op == "insert"
@@ -223,7 +169,7 @@ def test_payload_only_messages() -> None:
 
 
 def test_v2_with_connect_decimal_and_timestamps() -> None:
-    doc = json.loads(SPEC_V2_INSERT)
+    doc = json.loads(CDL_V2_INSERT)
     after_schema = doc["schema"]["fields"][1]
     after_schema["fields"][3] = {
         "type": "bytes",
@@ -248,7 +194,7 @@ def test_v2_with_connect_decimal_and_timestamps() -> None:
 
 
 def test_v2_bad_base64_quarantines_with_column() -> None:
-    doc = json.loads(SPEC_V2_INSERT)
+    doc = json.loads(CDL_V2_INSERT)
     doc["schema"]["fields"][1]["fields"][3] = {
         "type": "bytes",
         "name": "org.apache.kafka.connect.data.Decimal",
@@ -265,21 +211,21 @@ def test_v2_bad_base64_quarantines_with_column() -> None:
     [("c", "insert"), ("r", "snapshot"), ("u", "update")],
 )
 def test_v2_ops(code: str, op: str) -> None:
-    doc = variant(SPEC_V2_INSERT, op=code)
+    doc = variant(CDL_V2_INSERT, op=code)
     assert decode(json.dumps(doc))[0].op == op
 
 
 def test_v2_delete_and_truncate() -> None:
     row = {"count1": 14, "id": 35, "time1": None, "decimalNum": None}
-    (change,) = decode(json.dumps(variant(SPEC_V2_INSERT, op="d", before=row, after=None)))
+    (change,) = decode(json.dumps(variant(CDL_V2_INSERT, op="d", before=row, after=None)))
     assert (change.op, change.after, change.before["id"]) == ("delete", None, "35")
-    (change,) = decode(json.dumps(variant(SPEC_V2_INSERT, op="t", before=None, after=None, unique=None)))
+    (change,) = decode(json.dumps(variant(CDL_V2_INSERT, op="t", before=None, after=None, unique=None)))
     assert (change.op, change.source_table, change.key) == ("truncate", "ct_pg2hudi", None)
 
 
 def test_v2_update_with_toast_before_null() -> None:
     row = {"count1": 15, "id": 35, "time1": None, "decimalNum": PLACEHOLDER}
-    (change,) = decode(json.dumps(variant(SPEC_V2_INSERT, op="u", before=None, after=row)))
+    (change,) = decode(json.dumps(variant(CDL_V2_INSERT, op="u", before=None, after=row)))
     assert change.before is None
     assert change.after == {"count1": "15", "id": "35", "time1": None}
     assert change.after_cols == ["count1", "id", "time1"]
@@ -287,7 +233,7 @@ def test_v2_update_with_toast_before_null() -> None:
 
 def test_v2_message_is_skipped() -> None:
     with pytest.raises(SkipRecord, match="message"):
-        decode(json.dumps(variant(SPEC_V2_INSERT, op="m", after=None)))
+        decode(json.dumps(variant(CDL_V2_INSERT, op="m", after=None)))
 
 
 @pytest.mark.parametrize("text", [None, "", "null", '{"schema":{"type":"struct"},"payload":null}'])
@@ -298,31 +244,31 @@ def test_tombstones_are_skipped(text) -> None:
 
 def test_heartbeats_are_skipped() -> None:
     # the heartbeat table CDL documents
-    doc = variant(SPEC_V1_INSERT, SEG_OWNER="CDC_CDL", TABLE_NAME="CDC_HEARTBEAT")
+    doc = variant(CDL_V1_INSERT, SEG_OWNER="CDC_CDL", TABLE_NAME="CDC_HEARTBEAT")
     with pytest.raises(SkipRecord, match="heartbeat"):
         decode(json.dumps(doc))
-    doc = json.loads(SPEC_V2_INSERT)
+    doc = json.loads(CDL_V2_INSERT)
     doc["payload"]["source"].update(schema="cdc_cdl", table="cdc_heartbeat")
     with pytest.raises(SkipRecord, match="heartbeat"):
         decode(json.dumps(doc))
     # a message_type saying so
     with pytest.raises(SkipRecord, match="heartbeat"):
-        decode(json.dumps(variant(SPEC_V1_INSERT, message_type="HEARTBEAT")))
+        decode(json.dumps(variant(CDL_V1_INSERT, message_type="HEARTBEAT")))
     # no operation and no row image
     bare = {"HEARTBEAT_IDENTIFIER": "279fb050-0143-45c1-b184-50bc48c2461c", "TIMESTAMP": 1707047996013}
     with pytest.raises(SkipRecord, match="heartbeat"):
         decode(json.dumps(bare))
-    bare_v1 = variant(SPEC_V1_INSERT, OPERATION=None, data=None, before=None)
+    bare_v1 = variant(CDL_V1_INSERT, OPERATION=None, data=None, before=None)
     with pytest.raises(SkipRecord, match="heartbeat"):
         decode(json.dumps(bare_v1))
     # configured heartbeat tables
     with pytest.raises(SkipRecord, match="heartbeat"):
-        decode(SPEC_V1_INSERT, heartbeat_tables=["PUBLIC.CT_PG2HUDI"])
+        decode(CDL_V1_INSERT, heartbeat_tables=["PUBLIC.CT_PG2HUDI"])
 
 
 def test_heartbeat_identifier_alone_is_not_a_heartbeat() -> None:
     # the spec's INSERT sample carries a HEARTBEAT_IDENTIFIER and is a data message
-    assert decode(SPEC_V1_INSERT)[0].op == "insert"
+    assert decode(CDL_V1_INSERT)[0].op == "insert"
 
 
 @pytest.mark.parametrize(
@@ -337,7 +283,7 @@ def test_heartbeat_identifier_alone_is_not_a_heartbeat() -> None:
 )
 def test_lsn_forms(lsn, expected: int) -> None:
     doc = variant(
-        SPEC_V1_INSERT,
+        CDL_V1_INSERT,
         transaction={"properties": [{"name": "lsn", "value": lsn}, {"name": "txId", "value": "7"}]},
     )
     (change,) = decode(json.dumps(doc))
@@ -348,16 +294,16 @@ def test_lsn_forms(lsn, expected: int) -> None:
 def test_lsn_hex_option_and_missing_positions() -> None:
     assert parse_position("1000", "lsn", "hex") == 0x1000
     assert parse_position("1000", "lsn") == 1000
-    doc = variant(SPEC_V1_INSERT, transaction={"properties": [{"name": "lsn", "value": 5}]})
+    doc = variant(CDL_V1_INSERT, transaction={"properties": [{"name": "lsn", "value": 5}]})
     assert decode(json.dumps(doc))[0].seq == seq_of(5)
-    doc = variant(SPEC_V1_INSERT, transaction=None)
+    doc = variant(CDL_V1_INSERT, transaction=None)
     change = decode(json.dumps(doc))[0]
     assert (change.seq, change.tx_id) == (None, None)
 
 
 @pytest.mark.parametrize("lsn", ["abc/xyz", -1, True, 1.5, "lsn-1"])
 def test_bad_lsn_quarantines(lsn) -> None:
-    doc = variant(SPEC_V1_INSERT, transaction={"properties": [{"name": "lsn", "value": lsn}]})
+    doc = variant(CDL_V1_INSERT, transaction={"properties": [{"name": "lsn", "value": lsn}]})
     with pytest.raises(QuarantineError, match="lsn"):
         decode(json.dumps(doc))
 
@@ -367,14 +313,14 @@ def test_bad_lsn_quarantines(lsn) -> None:
     [
         ("{not json", "not JSON"),
         ("[1, 2]", "not a JSON object"),
-        (json.dumps(variant(SPEC_V1_INSERT, OPERATION="MERGE")), "OPERATION"),
-        (json.dumps(variant(SPEC_V1_INSERT, message_version="3.0")), "message_version"),
-        (json.dumps(variant(SPEC_V1_INSERT, TABLE_NAME=None)), "TABLE_NAME"),
-        (json.dumps(variant(SPEC_V1_INSERT, data=None)), "after image"),
-        (json.dumps(variant(SPEC_V1_INSERT, TIMESTAMP="yesterday")), "TIMESTAMP"),
-        (json.dumps(variant(SPEC_V2_INSERT, op="x")), "op"),
-        (json.dumps(variant(SPEC_V2_INSERT, source=None)), "source"),
-        (json.dumps(variant(SPEC_V1_INSERT, data={"count1": "x", "id": 34})), "count1"),
+        (json.dumps(variant(CDL_V1_INSERT, OPERATION="MERGE")), "OPERATION"),
+        (json.dumps(variant(CDL_V1_INSERT, message_version="3.0")), "message_version"),
+        (json.dumps(variant(CDL_V1_INSERT, TABLE_NAME=None)), "TABLE_NAME"),
+        (json.dumps(variant(CDL_V1_INSERT, data=None)), "after image"),
+        (json.dumps(variant(CDL_V1_INSERT, TIMESTAMP="yesterday")), "TIMESTAMP"),
+        (json.dumps(variant(CDL_V2_INSERT, op="x")), "op"),
+        (json.dumps(variant(CDL_V2_INSERT, source=None)), "source"),
+        (json.dumps(variant(CDL_V1_INSERT, data={"count1": "x", "id": 34})), "count1"),
     ],
 )
 def test_malformed_messages_quarantine(text: str, reason: str) -> None:

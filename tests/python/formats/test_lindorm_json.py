@@ -1,7 +1,7 @@
 """Lindorm (Debezium format V2.0) decoder: the spec's samples and the cases around them.
 
-The samples are copied from ``specs/lindorm-debezium-format.txt`` (indentation and
-trailing blanks trimmed; JSON unchanged).
+The samples of ``specs/lindorm-debezium-format.txt`` are in ``spec_samples.py`` (shared
+with the pipeline test).
 """
 
 from __future__ import annotations
@@ -10,226 +10,17 @@ import base64
 import json
 
 import pytest
+from spec_samples import (
+    LINDORM_FORMAT_UPDATE,
+    LINDORM_HBASE_PUT,
+    LINDORM_SQL_COLUMN_DELETE,
+    LINDORM_SQL_DELETE,
+    LINDORM_SQL_INSERT,
+    LINDORM_SQL_UPDATE,
+)
 
 from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
 from udfs.formats.lindorm_json import LindormJsonDecoder, looks_like_hbase
-
-SPEC_FORMAT_UPDATE = """
-{
-  "payload": {
-    "op": "u",
-    "ts_ms": 1465491411815,
-    "before": {
-      "id": 1004,
-      "name": "Jane"
-    },
-    "after": {
-      "id": 1004,
-      "name": "Anne"
-    },
-    "source": {
-      "version": "v1.0",
-      "db": "ld-xxxx",
-      "namespace": "default",
-      "table": "customers",
-      "ts_ms": 1465491411807
-    }
-  },
-  "schema": {
-  "type": "struct",
-  "fields": [
-     {
-        "type": "string",
-        "optional": false,
-        "field": "op"
-   }, {
-        "type": "int64",
-        "optional": false,
-        "field": "ts_ms"
-   }, {
-        "type": "struct",
-        "fields": [
-          {
-            "type": "int32",
-            "optional": false,
-            "field": "id"
-     }, {
-            "type": "string",
-            "optional": false,
-            "field": "name"
-          }
-        ],
-        "optional": true,
-        "field": "before"
-   }, {
-        "type": "struct",
-        "fields": [
-          {
-            "type": "int32",
-            "optional": false,
-            "field": "id"
-     }, {
-            "type": "string",
-            "optional": false,
-            "field": "name"
-     }
-        ],
-        "optional": true,
-        "field": "after"
-   }, {
-        "type": "struct",
-        "fields": [
-          {
-            "type": "string",
-            "optional": false,
-            "field": "version"
-         }, {
-            "type": "string",
-            "optional": false,
-            "field": "db"
-     }, {
-            "type": "string",
-            "optional": false,
-            "field": "namespace"
-     }, {
-            "type": "string",
-            "optional": false,
-            "field": "table"
-     }, {
-            "type": "int64",
-            "optional": false,
-            "field": "ts_ms"
-     }
-        ],
-        "optional": false,
-        "field": "source"
-   }
-    ],
-  "optional": false
- }
-}
-"""
-
-SPEC_SQL_INSERT = """
-{
-  "schema": {},
-  "payload": {
-    "op": "c",
-    "ts_ms": 1465491411815,
-    "before": null,
-    "after": {
-      "id": "1004",
-      "first_name": "Anne",
-      "last_name": "Kretchmar"
-    },
-    "source": {
-      "version": "v1.0",
-      "db": "ld-xxxx",
-      "namespace": "default",
-      "table": "customers",
-      "ts_ms": 1465491411807
-    }
-  }
-}
-"""
-
-SPEC_SQL_UPDATE = """
-{
-  "schema": {},
-  "payload": {
-    "op": "u",
-    "ts_ms": 1465491411815,
-    "before": {
-      "id": "1004",
-      "first_name": "Anne Marie",
-      "last_name": "Kretchmar"
-    },
-    "after": {
-      "id": "1004",
-      "first_name": "Anne",
-      "last_name": "Kretchmar"
-    },
-    "source": {
-      "version": "v1.0",
-      "db": "ld-xxxx",
-      "namespace": "default",
-      "table": "customers",
-      "ts_ms": 1465491411807
-    }
-  }
-}
-"""
-
-SPEC_SQL_DELETE = """
-{
-  "schema": {},
-  "payload": {
-    "op": "d",
-    "ts_ms": 1465491411815,
-    "before": {
-      "id": "1004",
-      "first_name": "Anne Marie",
-      "last_name": "Kretchmar"
-    },
-    "after": null,
-    "source": {
-      "version": "v1.0",
-      "db": "ld-xxxx",
-      "namespace": "default",
-      "table": "customers",
-      "ts_ms": 1465491411807
-    }
-  }
-}
-"""
-
-SPEC_SQL_COLUMN_DELETE = """
-{
-  "schema": {},
-  "payload": {
-    "op": "u",
-    "ts_ms": 1465491411815,
-    "before": {
-      "id": "1004",
-      "first_name": "Anne Marie",
-      "last_name": "Kretchmar"
-    },
-    "after": {
-      "id": "1004",
-      "first_name": "Anne Marie"
-    },
-    "source": {
-      "version": "v1.0",
-      "db": "ld-xxxx",
-      "namespace": "default",
-      "table": "customers",
-      "ts_ms": 1465491411807
-    }
-  }
-}
-"""
-
-SPEC_HBASE_PUT = """
-{
-    "schema": {},
-    "payload": {
-        "op": "c",
-        "ts_ms": 1725258859839,
-        "before": null,
-        "after": {
-            "ROW": "dXNlcjE=",
-            "f_name": "bHVja3k="
-        },
-        "source": {
-            "version": "v2.0",
-            "db": "ld-xxxx",
-            "namespace": "default",
-            "table": "customers",
-            "ts_ms": 1725258833727
-        }
-    }
-}
-"""
 
 SEQ = seq_of(1465491411807)
 EXTRAS = {"namespace": "default", "table_kind": "sql", "lindorm_version": "v1.0"}
@@ -265,7 +56,7 @@ def test_decoder_identity() -> None:
 
 
 def test_spec_format_sample_with_schema() -> None:
-    assert decode(SPEC_FORMAT_UPDATE) == [
+    assert decode(LINDORM_FORMAT_UPDATE) == [
         sql_change(
             op="update",
             before={"id": "1004", "name": "Jane"},
@@ -276,53 +67,41 @@ def test_spec_format_sample_with_schema() -> None:
     ]
 
 
-def test_spec_sql_insert() -> None:
-    assert decode(SPEC_SQL_INSERT) == [
-        sql_change(
-            op="insert",
-            before=None,
-            after={"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"},
-            after_cols=None,
-        )
-    ]
+ANNE = {"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"}
+ANNE_MARIE = {"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"}
+ANNE_MARIE_LAST_NAME_NULL = {"id": "1004", "first_name": "Anne Marie", "last_name": None}
+ALL_COLS = ["id", "first_name", "last_name"]
 
 
-def test_spec_sql_update() -> None:
-    assert decode(SPEC_SQL_UPDATE) == [
-        sql_change(
-            op="update",
-            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
-            after={"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"},
-            after_cols=["id", "first_name", "last_name"],
-        )
-    ]
-
-
-def test_spec_sql_delete() -> None:
-    assert decode(SPEC_SQL_DELETE) == [
-        sql_change(
-            op="delete",
-            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
-            after=None,
-        )
-    ]
-
-
-def test_spec_sql_column_delete_sets_the_column_null() -> None:
-    assert decode(SPEC_SQL_COLUMN_DELETE) == [
-        sql_change(
-            op="update",
-            before={"id": "1004", "first_name": "Anne Marie", "last_name": "Kretchmar"},
-            after={"id": "1004", "first_name": "Anne Marie", "last_name": None},
-            after_cols=["id", "first_name", "last_name"],
-        )
-    ]
+# the four SQL samples of the spec's "Sample data" (table customers, row 1004): each
+# decodes to one change; only op, the images and after_cols differ
+@pytest.mark.parametrize(
+    ("sample", "op", "before", "after", "after_cols"),
+    [
+        pytest.param(LINDORM_SQL_INSERT, "insert", None, ANNE, None, id="insert"),
+        pytest.param(LINDORM_SQL_UPDATE, "update", ANNE_MARIE, ANNE, ALL_COLS, id="update"),
+        pytest.param(LINDORM_SQL_DELETE, "delete", ANNE_MARIE, None, None, id="delete"),
+        # the column deletion's after lacks last_name: the column is set NULL
+        pytest.param(
+            LINDORM_SQL_COLUMN_DELETE,
+            "update",
+            ANNE_MARIE,
+            ANNE_MARIE_LAST_NAME_NULL,
+            ALL_COLS,
+            id="column_delete_sets_the_column_null",
+        ),
+    ],
+)
+def test_spec_sql_sample(
+    sample: str, op: str, before: dict | None, after: dict | None, after_cols: list[str] | None
+) -> None:
+    assert decode(sample) == [sql_change(op=op, before=before, after=after, after_cols=after_cols)]
 
 
 def test_spec_hbase_put() -> None:
     # the spec's Java put: row "user1", cell f:name = "lucky"
     assert b64("user1") == "dXNlcjE=" and b64("lucky") == "bHVja3k="
-    assert decode(SPEC_HBASE_PUT) == [
+    assert decode(LINDORM_HBASE_PUT) == [
         Change(
             op="update",  # a put (the spec's "update" sample): only the given cells
             source_table="customers",
@@ -342,7 +121,7 @@ def test_spec_hbase_put() -> None:
 
 
 def hbase_message(op: str, before: dict | None, after: dict | None) -> str:
-    doc = json.loads(SPEC_HBASE_PUT)
+    doc = json.loads(LINDORM_HBASE_PUT)
     doc["payload"].update(op=op, before=before, after=after)
     return json.dumps(doc)
 
@@ -373,7 +152,7 @@ def test_sql_update_sets_configured_columns_it_lacks_to_null() -> None:
     neither image (Lindorm stores no cell for NULL): it must still read NULL, or a stale
     value stays when an earlier update (that set it NULL) arrives late (found by the
     differential test). The configured columns name it."""
-    doc = json.loads(SPEC_SQL_COLUMN_DELETE)
+    doc = json.loads(LINDORM_SQL_COLUMN_DELETE)
     del doc["payload"]["before"]["last_name"]
     tables = {"default.customers": {"key": ["id"], "columns": {"id": "string", "first_name": "string",
                                                                 "last_name": "string", "email": "string"}}}  # fmt: skip
@@ -416,11 +195,11 @@ def test_table_kind_option() -> None:
     (change,) = decode(hbase_message("c", None, {"ROW": "abcd", "f_name": "Anne"}), table_kind="sql")
     assert change.extras["table_kind"] == "sql"
     assert change.key is None and change.after_cols is None
-    (change,) = decode(SPEC_HBASE_PUT, table_kind="HBASE")
+    (change,) = decode(LINDORM_HBASE_PUT, table_kind="HBASE")
     assert change.extras["table_kind"] == "hbase"
     # an SQL row forced to HBase: "Kretchmar" is not base64
     with pytest.raises(QuarantineError, match="last_name"):
-        decode(SPEC_SQL_INSERT, table_kind="hbase")
+        decode(LINDORM_SQL_INSERT, table_kind="hbase")
     with pytest.raises(ValueError, match="table_kind"):
         LindormJsonDecoder({"table_kind": "kudu"})
 
@@ -434,7 +213,7 @@ def test_looks_like_hbase() -> None:
 
 
 def test_sql_update_without_before_keeps_after_as_given() -> None:
-    doc = json.loads(SPEC_SQL_UPDATE)
+    doc = json.loads(LINDORM_SQL_UPDATE)
     doc["payload"]["before"] = None
     doc["payload"]["after"] = {"id": "1004", "first_name": "Anne"}
     (change,) = decode(json.dumps(doc))
@@ -443,7 +222,7 @@ def test_sql_update_without_before_keeps_after_as_given() -> None:
 
 
 def test_sql_values_keep_exact_json_text() -> None:
-    doc = json.loads(SPEC_SQL_INSERT)
+    doc = json.loads(LINDORM_SQL_INSERT)
     text = json.dumps(doc).replace('"Kretchmar"', "12345678901234567890.123456789012345678")
     text = text.replace('"Anne"', "null")
     (change,) = decode(text)
@@ -452,13 +231,13 @@ def test_sql_values_keep_exact_json_text() -> None:
 
 
 def test_payload_without_schema_wrapper() -> None:
-    payload = json.loads(SPEC_SQL_INSERT)["payload"]
+    payload = json.loads(LINDORM_SQL_INSERT)["payload"]
     (change,) = decode(json.dumps(payload))
     assert change.after == {"id": "1004", "first_name": "Anne", "last_name": "Kretchmar"}
 
 
 def test_snapshot_op_r() -> None:
-    doc = json.loads(SPEC_SQL_INSERT)
+    doc = json.loads(LINDORM_SQL_INSERT)
     doc["payload"]["op"] = "r"
     assert decode(json.dumps(doc))[0].op == "snapshot"
 
@@ -483,14 +262,14 @@ def mutate(sample: str, path: tuple[str, ...], value) -> str:
     [
         ("{oops", "not JSON"),
         ('"text"', "not a JSON object"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "op"), "x"), "op"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "source", "table"), None), "source.table"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "source"), None), "source.table"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "after"), None), "after image"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "after"), [1]), "after is not an object"),
-        (mutate(SPEC_SQL_DELETE, ("payload", "before"), None), "before image"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "source", "ts_ms"), "soon"), "source.ts_ms"),
-        (mutate(SPEC_SQL_INSERT, ("payload", "ts_ms"), 1.5), "ts_ms"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "op"), "x"), "op"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "source", "table"), None), "source.table"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "source"), None), "source.table"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "after"), None), "after image"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "after"), [1]), "after is not an object"),
+        (mutate(LINDORM_SQL_DELETE, ("payload", "before"), None), "before image"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "source", "ts_ms"), "soon"), "source.ts_ms"),
+        (mutate(LINDORM_SQL_INSERT, ("payload", "ts_ms"), 1.5), "ts_ms"),
     ],
 )
 def test_malformed_messages_quarantine(text: str, reason: str) -> None:
@@ -499,20 +278,20 @@ def test_malformed_messages_quarantine(text: str, reason: str) -> None:
 
 
 def test_typed_schema_values_are_checked() -> None:
-    doc = json.loads(SPEC_FORMAT_UPDATE)
+    doc = json.loads(LINDORM_FORMAT_UPDATE)
     doc["payload"]["after"]["id"] = "not an int"
     with pytest.raises(QuarantineError, match="id"):
         decode(json.dumps(doc))
 
 
 def test_seq_orders_by_change_time() -> None:
-    earlier = decode(mutate(SPEC_SQL_INSERT, ("payload", "source", "ts_ms"), 999))[0]
-    later = decode(SPEC_SQL_INSERT)[0]
+    earlier = decode(mutate(LINDORM_SQL_INSERT, ("payload", "source", "ts_ms"), 999))[0]
+    later = decode(LINDORM_SQL_INSERT)[0]
     assert earlier.seq < later.seq
 
 
 def test_debezium_placeholder_is_plain_data_in_lindorm() -> None:
-    doc = json.loads(SPEC_SQL_UPDATE)
+    doc = json.loads(LINDORM_SQL_UPDATE)
     doc["payload"]["after"]["last_name"] = "__debezium_unavailable_value"
     (change,) = decode(json.dumps(doc))
     assert change.after["last_name"] == "__debezium_unavailable_value"
