@@ -210,6 +210,20 @@ def _dump_nested(value: Any) -> str:
     return _json.dumps(value, ensure_ascii=False)
 
 
+#: the decoder ``json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)``
+#: builds for every call (its scanner keeps no state between calls)
+_EXACT_JSON = _json.JSONDecoder(parse_float=JsonNumber, parse_constant=JsonNumber)
+
+
+def _loads_text(text: str) -> Any:
+    """``json.loads`` with the exact hooks for a ``str`` that does not start with a BOM.
+
+    One Python frame, as ``json.loads``, so a document nested to the recursion limit
+    fails (or not) exactly as it would there.
+    """
+    return _EXACT_JSON.decode(text)
+
+
 def loads_exact(text: str | bytes) -> Any:
     """Parse JSON keeping every number exact.
 
@@ -220,7 +234,10 @@ def loads_exact(text: str | bytes) -> Any:
     Unicode text: no UTF-8 column can hold it).
     """
     try:
-        value = _json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)
+        if text.__class__ is str and not text.startswith("\ufeff"):
+            value = _loads_text(text)
+        else:  # bytes (encoding detection), a BOM (the error text), anything else
+            value = _json.loads(text, parse_float=JsonNumber, parse_constant=JsonNumber)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise QuarantineError(f"not JSON: {exc}") from None
     hint = text if isinstance(text, str) else text.decode("utf-8", "replace")
@@ -240,6 +257,8 @@ def canonical_text(value: Any) -> str | None:
     booleans become ``true``/``false``; nested objects and arrays become compact JSON
     text with sorted keys.
     """
+    if value.__class__ is str:  # the common case; str() of a str is the str itself
+        return value
     if value is None:
         return None
     if isinstance(value, str):

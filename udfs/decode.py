@@ -22,6 +22,11 @@ import json
 from functools import lru_cache
 from typing import Any
 
+try:  # a speed-up only: executors of a cluster need no more than pyspark's dependencies
+    import orjson
+except ImportError:  # pragma: no cover - the project's environment has it
+    orjson = None
+
 from udfs.config import match_table
 from udfs.contract import Change, QuarantineError, Record, SkipRecord
 
@@ -70,21 +75,49 @@ def _decoder(options_json: str) -> tuple[Any, dict[str, Any]]:
     return cls(feed_options), opts
 
 
+# The key text's fast path produces the very text of the ``json.dumps`` call it stands
+# for: ``orjson`` writes a ``str`` exactly as ``json.dumps(..., ensure_ascii=False)`` does
+# (same escapes, non-ASCII kept; checked for every character up to U+007F) and sorts
+# keys by code point, compact. Only exact ``str`` keys and ``str`` / ``None`` values go
+# through it (no number: a float's text differs); when orjson raises (a lone
+# surrogate...), the stdlib call runs instead.
+_SORT = orjson.OPT_SORT_KEYS if orjson is not None else 0
+_TEXT_TYPES = frozenset((str, type(None)))
+
+
+def _texts_only(mapping: dict[Any, Any]) -> bool:
+    """Every key a ``str`` and every value a ``str`` or ``None`` (exact types)."""
+    return _TEXT_TYPES.issuperset(map(type, mapping.values())) and _TEXT_TYPES.issuperset(map(type, mapping))
+
+
 def key_text(key: dict[str, str | None]) -> str:
     """Canonical text of a key: JSON, lower-case names, sorted, unicode kept."""
+    if orjson is not None and type(key) is dict and _texts_only(key):
+        try:
+            return orjson.dumps(key, option=_SORT).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            pass
     return json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _lower(image: dict[str, str | None] | None) -> dict[str, str | None] | None:
     if image is None:
         return None
-    out: dict[str, str | None] = {}
+    out = {k.lower(): v for k, v in image.items()}
+    if len(out) == len(image):
+        return out
+    out = {}
     for k, v in image.items():
         lk = k.lower()
         if lk in out:
             raise QuarantineError(f"column {k!r} appears twice (names are case-insensitive)")
         out[lk] = v
     return out
+
+
+#: ``json.dumps(obj, sort_keys=True, ensure_ascii=False)`` is this encoder's ``encode``
+#: (``json.dumps`` builds the same encoder for every call)
+_EVENT_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 def _event_id(row: dict[str, Any]) -> str:
@@ -99,7 +132,7 @@ def _event_id(row: dict[str, Any]) -> str:
         row["after_cols"],
         row.get("_part"),
     ]
-    return hashlib.sha256(json.dumps(ident, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+    return hashlib.sha256(_EVENT_JSON.encode(ident).encode()).hexdigest()[:32]
 
 
 #: a file name holds 255 bytes; `table_id=` takes 9 of them
@@ -108,13 +141,27 @@ MAX_PARTITION_NAME_BYTES = 246
 _ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^") | frozenset(chr(c) for c in range(0x20))
 
 
+@lru_cache(maxsize=4096)
 def partition_name_bytes(table_id: str) -> int:
     """Bytes of ``table_id`` as Spark writes it into a partition directory name."""
     return sum(3 if ch in _ESCAPED else len(ch.encode("utf-8", "surrogatepass")) for ch in table_id)
 
 
-def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Turn one decoder :class:`Change` into changelog rows (one, or two for a key change)."""
+def _table_id(tables: dict[str, dict[str, Any]], db: str | None, schema: str | None, table: str) -> str:
+    configured = match_table(tables, db, schema, table)
+    if configured:
+        return configured
+    return ".".join(p.lower() for p in (db, schema, table) if p)
+
+
+def normalize(
+    change: Change, tables: dict[str, dict[str, Any]], table_ids: dict[Any, str] | None = None
+) -> list[dict[str, Any]]:
+    """Turn one decoder :class:`Change` into changelog rows (one, or two for a key change).
+
+    ``table_ids`` caches the table id of each (db, schema, table) for one batch (the
+    ``tables`` it was filled with must not change).
+    """
     if change.op not in ("insert", "update", "delete", "snapshot", "truncate"):
         raise QuarantineError(f"decoder produced unknown op {change.op!r}")
     before, after = _lower(change.before), _lower(change.after)
@@ -127,11 +174,16 @@ def normalize(change: Change, tables: dict[str, dict[str, Any]]) -> list[dict[st
     table = change.source_table
     if not table:
         raise QuarantineError("no table name")
-    configured = match_table(tables, change.source_db, change.source_schema, table)
-    if configured:
-        table_id = configured
+    if table_ids is None:
+        table_id = _table_id(tables, change.source_db, change.source_schema, table)
     else:
-        table_id = ".".join(p.lower() for p in (change.source_db, change.source_schema, table) if p)
+        where = (change.source_db, change.source_schema, table)
+        try:
+            table_id = table_ids[where]
+        except KeyError:
+            table_id = table_ids[where] = _table_id(tables, *where)
+        except TypeError:  # a name that is not hashable: no cache
+            table_id = _table_id(tables, *where)
     if partition_name_bytes(table_id) > MAX_PARTITION_NAME_BYTES:
         raise QuarantineError(
             f"table name {table_id[:60]!r}... is too long: the changelog and the state are partitioned by table, and "
@@ -222,13 +274,14 @@ def decode_records(
     keys = kafka_keys if kafka_keys is not None else [None] * len(texts)
     files = source_files if source_files is not None else [None] * len(texts)
     heads = headers if headers is not None else [None] * len(texts)
+    table_ids: dict[Any, str] = {}
     for text, kafka_key, source_file, header in zip(texts, keys, files, heads, strict=True):
         try:
             record = Record(text=text, kafka_key=kafka_key, source_file=source_file, header=header)
             changes = decoder.decode(record)
             rows: list[dict[str, Any]] = []
             for change in changes:
-                rows.extend(normalize(change, tables))
+                rows.extend(normalize(change, tables, table_ids))
             for i, row in enumerate(rows):
                 row["row_index"] = i
                 row["event_id"] = _event_id(row)

@@ -168,6 +168,8 @@ def logical_type(field_schema: dict[str, Any] | None) -> str | None:
     if not isinstance(field_schema, dict):
         return None
     name = field_schema.get("name")
+    if name is None:  # the common case: a plain Connect type
+        return _PRIMITIVE_TYPES.get(field_schema.get("type"))
     if name == DECIMAL:
         return _decimal_type(field_schema, field_schema.get("field"))
     if name == VARIABLE_SCALE_DECIMAL:
@@ -306,6 +308,8 @@ def _decode_zoned(value: Any, column: str | None) -> str:
 
 
 def _decode_primitive(value: Any, kind: str | None, column: str | None) -> str | None:
+    if kind == "string" and type(value) is str:  # canonical_text of a str is itself
+        return value
     if kind in _INT_TYPES:
         return str(_require_int(value, column, kind))
     if kind in _FLOAT_TYPES:
@@ -349,7 +353,15 @@ def decode_value(
         Bad base64, a malformed decimal, time or timestamp, or a value of the wrong JSON
         kind for its schema type. The reason names the column.
     """
-    if column is None and isinstance(field_schema, dict):
+    if not isinstance(field_schema, dict):  # no schema: no type, canonical text
+        return (None if value is None else canonical_text(value)), None
+    if field_schema.get("name") is None:  # a plain Connect type (as logical_type, then _decode_primitive)
+        primitive = field_schema.get("type")
+        kind = _PRIMITIVE_TYPES.get(primitive)
+        if value is None:
+            return None, kind
+        return _decode_primitive(value, primitive, field_schema.get("field") if column is None else column), kind
+    if column is None:
         column = field_schema.get("field")
     kind = logical_type(field_schema)
     if value is None:
@@ -392,6 +404,8 @@ def is_unavailable(value: Any, field_schema: dict[str, Any] | None) -> bool:
     bool
         ``True`` for the placeholder; never raises (bad base64 is not a placeholder).
     """
+    if value is None or value.__class__ is int or value.__class__ is bool:  # never a placeholder
+        return False
     if value == UNAVAILABLE:
         return True
     schema = field_schema if isinstance(field_schema, dict) else {}

@@ -159,15 +159,15 @@ class DebeziumJsonDecoder(Decoder):
             op = "snapshot"
 
         fields = _envelope_fields(schema)
-        before, before_cols, before_types = self._image(payload.get("before"), fields.get("before"), "before")
-        after, after_cols, after_types = self._image(payload.get("after"), fields.get("after"), "after")
+        # field_schemas is pure and never raises: each image's map is built once
+        before_fields = connect_types.field_schemas(fields.get("before"))
+        after_fields = connect_types.field_schemas(fields.get("after"))
+        before, before_cols, before_types = self._image(payload.get("before"), None, "before", before_fields)
+        after, after_cols, after_types = self._image(payload.get("after"), None, "after", after_fields)
         table = source.get("table") or source.get("collection") or self.options.get("table")
         if not table and op != "truncate":
             raise QuarantineError("no table name: source.table is missing and the feed sets no table")
-        image_fields = {
-            **connect_types.field_schemas(fields.get("before")),
-            **connect_types.field_schemas(fields.get("after")),
-        }
+        image_fields = {**before_fields, **after_fields}
         key = parse_kafka_key(record.kafka_key, image_fields)
         if op == "delete" and before is None and after is None and key is None:
             raise QuarantineError("delete without key: before and after are null and there is no Kafka key")
@@ -207,13 +207,15 @@ class DebeziumJsonDecoder(Decoder):
         )
 
     def _image(
-        self, image: Any, struct_schema: Any, name: str
+        self, image: Any, struct_schema: Any, name: str, fields: dict[str, Any] | None = None
     ) -> tuple[dict[str, str | None] | None, list[str] | None, dict[str, str]]:
+        """``fields``: ``field_schemas(struct_schema)`` when the caller has it already."""
         if image is None:
             return None, None, {}
         if not isinstance(image, dict):
             raise QuarantineError(f"{name} is not an object")
-        fields = connect_types.field_schemas(struct_schema) if isinstance(struct_schema, dict) else {}
+        if fields is None:
+            fields = connect_types.field_schemas(struct_schema) if isinstance(struct_schema, dict) else {}
         values: dict[str, str | None] = {}
         provided: list[str] = []
         types: dict[str, str] = {}
