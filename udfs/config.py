@@ -15,7 +15,17 @@ import yaml
 
 from udfs.framing import FRAMINGS
 
-TOP_LEVEL_KEYS = {"warehouse", "schema", "marts_schema", "feeds", "tables", "buckets", "decode_task_bytes", "spark"}
+TOP_LEVEL_KEYS = {
+    "warehouse",
+    "schema",
+    "marts_schema",
+    "feeds",
+    "tables",
+    "buckets",
+    "decode_task_bytes",
+    "long_history_versions",
+    "spark",
+}
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
 TABLE_KEYS = {"key", "columns"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -70,6 +80,9 @@ class Config:
     spark_conf: dict[str, str] = field(default_factory=dict)
     #: landing bytes read and decoded per Spark task (see macros/sql/cdc_decode_tasks.sql)
     decode_task_bytes: int = DEFAULT_DECODE_TASK_BYTES
+    #: keys with more versions than this are refolded by the linear long-history path
+    #: (see models/intermediate/int_row_versions_refolded.sql)
+    long_history_versions: int = 64
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -122,6 +135,9 @@ def load_config(path: str | Path) -> Config:
     task_bytes = raw.get("decode_task_bytes", DEFAULT_DECODE_TASK_BYTES)
     if not isinstance(task_bytes, int) or isinstance(task_bytes, bool) or task_bytes < 1:
         raise ConfigError(f"decode_task_bytes must be a positive integer (bytes), got {task_bytes!r}")
+    long_history = raw.get("long_history_versions", 64)
+    if not isinstance(long_history, int) or isinstance(long_history, bool) or long_history < 0:
+        raise ConfigError(f"long_history_versions must be an integer >= 0, got {long_history!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -195,7 +211,7 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
     spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
-    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes)
+    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes, long_history)
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -57,6 +57,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "marts_schema": config.marts_schema,
             "buckets": config.buckets,
             "decode_task_bytes": config.decode_task_bytes,
+            "long_history_versions": config.long_history_versions,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "feeds": [

@@ -7,7 +7,8 @@
     settings come from the table `<target schema>.cdc_settings`, which `cdc serve` and
     `cdc run` publish from the same cdc.yml.
 
-    Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes, golden,
+    Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
+    long_history_versions, golden,
     retry_quarantine.
 #}
 {% macro cdc_settings() %}
@@ -25,6 +26,7 @@
         'marts_schema': settings.get('marts_schema', 'marts'),
         'buckets': settings.get('buckets', 16),
         'decode_task_bytes': settings.get('decode_task_bytes', 67108864),
+        'long_history_versions': settings.get('long_history_versions', 64),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
     }) %}

@@ -3,8 +3,10 @@
 -- last completed merge (`merge_log`); a merge that died is simply redone.
 -- Refolding whole buckets from the changelog makes late, duplicated and reordered
 -- events land exactly where they belong, and restores a bucket a crash lost.
+-- `col_types` is set on the current version only (the state reads it there).
 {% set merge_log = cdc_existing_relation('merge_log') %}
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
+{% set long_history_versions = cdc_settings()['long_history_versions'] %}
 
 with
 
@@ -120,27 +122,38 @@ numbered_deliveries as (
 ),
 
 deduplicated as (
-    select * from numbered_deliveries
+    select
+        numbered_deliveries.* except (delivery_no),
+        count(*) over (partition by table_id, key_text) as key_versions
+    from numbered_deliveries
     where delivery_no = 1
 ),
 
+-- Short histories (most keys): each version's row folds the changes up to it, a
+-- window of the changes so far. That costs the square of a key's versions, so a key
+-- with more than `long_history_versions` versions takes the long-history path below
+-- (its window list stays empty here).
 windowed as (
     select
         deduplicated.*,
-        collect_list(named_struct(
-            'resets', op in {{ resetting_ops }},
-            'image', after,
-            'cols', after_cols
-        )) over upto_here as changes_so_far,
-        collect_list(named_struct(
-            'resets', false,
-            'image', col_types,
-            'cols', map_keys(col_types)
-        )) over upto_here as types_so_far,
+        collect_list(
+            case
+                when key_versions <= {{ long_history_versions }}
+                    then named_struct('resets', op in {{ resetting_ops }}, 'image', after, 'cols', after_cols)
+            end
+        ) over upto_here as changes_so_far,
+        collect_list(
+            case
+                when key_versions <= {{ long_history_versions }}
+                    then named_struct('resets', false, 'image', col_types, 'cols', map_keys(col_types))
+            end
+        ) over upto_here as types_so_far,
         lead(order_key) over by_order as next_order_key,
         lead(seq) over by_order as next_seq,
         lead(commit_ts) over by_order as next_commit_ts,
-        row_number() over by_order as version_no
+        row_number() over by_order as version_no,
+        -- a reset (insert, snapshot, delete, truncate) starts the row from empty
+        sum(case when op in {{ resetting_ops }} then 1 else 0 end) over upto_here as reset_group
     from deduplicated
     window
         by_order as (partition by table_id, key_text order by order_key),
@@ -148,6 +161,126 @@ windowed as (
             partition by table_id, key_text order by order_key
             rows between unbounded preceding and current row
         )
+),
+
+-- Long histories, in time linear in their cells. Their versions, once (the shuffle
+-- of the hint is shared by the two CTEs below that read them):
+long_history_versions as (
+    select /*+ repartition(table_id, key_text) */
+        windowed.* except (changes_so_far, types_so_far)
+    from windowed
+    where key_versions > {{ long_history_versions }}
+),
+
+-- every column a version provides (present in its image, or named in its columns
+-- but absent: removed from the row) ...
+long_history_cells as (
+    select
+        table_id,
+        key_text,
+        reset_group,
+        version_no,
+        provided_column,
+        named_struct(
+            'present', coalesce(map_contains_key(after, provided_column), false),
+            'value', after[provided_column]
+        ) as cell
+    from long_history_versions
+        lateral view explode(array_distinct(after_cols)) provided as provided_column
+),
+
+long_history_columns as (
+    select distinct
+        table_id,
+        key_text,
+        reset_group,
+        provided_column
+    from long_history_cells
+),
+
+-- ... then, for every version and every column of its reset group, the cell of the
+-- latest change at or before it that provided the column ...
+long_history_grid as (
+    select
+        long_history_versions.table_id,
+        long_history_versions.key_text,
+        long_history_versions.version_no,
+        long_history_columns.provided_column,
+        last(long_history_cells.cell, true) over (
+            partition by
+                long_history_versions.table_id,
+                long_history_versions.key_text,
+                long_history_versions.reset_group,
+                long_history_columns.provided_column
+            order by long_history_versions.version_no
+            rows between unbounded preceding and current row
+        ) as cell
+    from long_history_versions
+    inner join long_history_columns
+        on
+            long_history_versions.table_id = long_history_columns.table_id
+            and long_history_versions.key_text = long_history_columns.key_text
+            and long_history_versions.reset_group = long_history_columns.reset_group
+    left join long_history_cells
+        on
+            long_history_versions.table_id = long_history_cells.table_id
+            and long_history_versions.key_text = long_history_cells.key_text
+            and long_history_versions.version_no = long_history_cells.version_no
+            and long_history_columns.provided_column = long_history_cells.provided_column
+),
+
+-- ... and the row of a version is its present cells
+long_history_rows as (
+    select
+        table_id,
+        key_text,
+        version_no,
+        map_from_entries(collect_list(
+            case when cell.present then struct(provided_column, cell.value) end
+        )) as row
+    from long_history_grid
+    group by table_id, key_text, version_no
+),
+
+-- the declared types after a key's last change: its changes' types in order
+long_history_types as (
+    select
+        table_id,
+        key_text,
+        {{ cdc_fold_images("transform(
+            array_sort(
+                collect_list(struct(version_no, col_types)),
+                (l, r) -> case when l.version_no < r.version_no then -1 when l.version_no > r.version_no then 1 else 0 end
+            ),
+            x -> named_struct('resets', false, 'image', x.col_types, 'cols', map_keys(x.col_types))
+        )") }} as col_types
+    from long_history_versions
+    group by table_id, key_text
+),
+
+folded as (
+    select
+        windowed.* except (changes_so_far, types_so_far),
+        {{ cdc_fold_images('windowed.changes_so_far') }} as folded_row,
+        case when windowed.next_order_key is null then {{ cdc_fold_images('windowed.types_so_far') }} end
+            as folded_types
+    from windowed
+    where key_versions <= {{ long_history_versions }}
+    union all
+    select
+        long_history_versions.*,
+        coalesce(long_history_rows.row, cast(map() as map<string, string>)) as folded_row,
+        long_history_types.col_types as folded_types
+    from long_history_versions
+    left join long_history_rows
+        on
+            long_history_versions.table_id = long_history_rows.table_id
+            and long_history_versions.key_text = long_history_rows.key_text
+            and long_history_versions.version_no = long_history_rows.version_no
+    inner join long_history_types
+        on
+            long_history_versions.table_id = long_history_types.table_id
+            and long_history_versions.key_text = long_history_types.key_text
 ),
 
 final as (
@@ -159,8 +292,9 @@ final as (
         event_id,
         op,
         op in ('delete', 'truncate') as is_deleted,
-        case when op not in ('delete', 'truncate') then {{ cdc_fold_images('changes_so_far') }} end as row,
-        {{ cdc_fold_images('types_so_far') }} as col_types,
+        case when op not in ('delete', 'truncate') then folded_row end as row,
+        -- the declared types of the key's columns, on its current version only
+        case when next_order_key is null then folded_types end as col_types,
         seq,
         order_key,
         seq as valid_from_seq,
@@ -171,7 +305,7 @@ final as (
         next_commit_ts as valid_to_ts,
         next_order_key is null as is_current,
         bucket
-    from windowed
+    from folded
 )
 
 select * from final

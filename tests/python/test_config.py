@@ -65,3 +65,11 @@ def test_decode_task_bytes_is_a_positive_byte_count(tmp_path):
     for bad in (0, -5, "64MB", True, 1.5):
         with pytest.raises(ConfigError, match="decode_task_bytes must be a positive integer"):
             load_config(_write(tmp_path, [feed("debezium_json")], decode_task_bytes=bad))
+
+
+def test_long_history_versions_is_a_count_of_versions(tmp_path):
+    assert load_config(_write(tmp_path, [feed("debezium_json")])).long_history_versions == 64
+    assert load_config(_write(tmp_path, [feed("debezium_json")], long_history_versions=0)).long_history_versions == 0
+    for bad in (-1, "64", True, 2.5):
+        with pytest.raises(ConfigError, match="long_history_versions must be an integer >= 0"):
+            load_config(_write(tmp_path, [feed("debezium_json")], long_history_versions=bad))

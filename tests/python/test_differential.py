@@ -9,7 +9,9 @@ late events, duplicates, tombstones, shuffled files and two framings (JSON lines
 reference model computes from the events delivered so far.
 
 Seeds: ``[1, 2]`` by default; set ``CDC_DIFF_SEEDS="1,2,3,..."`` for more and
-``CDC_DIFF_EVENTS`` for another stream length (default 450).
+``CDC_DIFF_EVENTS`` for another stream length (default 450). Odd seeds refold every key
+by the window path of short histories, even seeds by the linear long-history path
+(``long_history_versions``), so both are compared with the reference.
 
 The other formats (:data:`workload.FORMAT_CASES`: Arcion internal JSON and CSV, Arcion
 JSON CDC for Kafka, Huawei CDL 1.0/2.0, Lindorm SQL and HBase tables, Debezium with
@@ -48,6 +50,13 @@ _SCALE = Decimal(1).scaleb(-wl.DECIMAL_SCALE)
 _EXACT = Context(prec=100)  # 38 digits and more: the default 28-digit context would round
 
 
+def long_history_versions(seed: int) -> int:
+    """The refold path a seed's runs take: odd seeds the window path of short key
+    histories (the default threshold, 64 versions, is above every key's history here),
+    even seeds the linear long-history path for every key (threshold 0)."""
+    return 64 if seed % 2 else 0
+
+
 def write_config(root: Path, seed: int) -> Path:
     """``cdc.yml`` with one feed per framing and typed columns for both tables."""
     schema = f"diff_s{seed}"
@@ -55,6 +64,7 @@ def write_config(root: Path, seed: int) -> Path:
         "warehouse": ".cdc",
         "schema": schema,
         "marts_schema": f"{schema}_marts",
+        "long_history_versions": long_history_versions(seed),
         "feeds": [
             {"name": "lines_feed", "format": "debezium_json", "path": "landing/lines", "framing": "lines"},
             {"name": "kcat_feed", "format": "debezium_json", "path": "landing/kcat", "framing": "kcat"},
@@ -235,6 +245,9 @@ def test_pipeline_matches_reference(spark, tmp_path, seed):
         act_hist = actual_history(spark, schema)
         assert act_hist == exp_hist, f"{where}\n" + _diff("history", exp_hist, act_hist)
         assert sum(map(len, exp_hist.values())) == len({e.position for e in delivered}), where
+        longest = max(map(len, exp_hist.values()))
+        threshold = long_history_versions(seed)
+        assert threshold == 0 or longest <= threshold, f"{where}: a key's history took the long path"
 
     # every event was delivered by the end
     assert {e.position for e in delivered} == {e.position for e in events}
@@ -270,6 +283,8 @@ def write_formats_config(root: Path, seed: int) -> Path:
         "schema": schema,
         "marts_schema": f"{schema}_marts",
         "buckets": 4,
+        # every key through the long-history refold; the Debezium runs test both paths
+        "long_history_versions": 0,
         "feeds": feeds,
         "tables": {
             t.name: {"key": list(t.key), "columns": t.column_types()}
