@@ -166,6 +166,24 @@ def format_tables(res: dict[str, Any]) -> str:
             rows,
         ),
     ]
+    hot = res.get("hot_key") or {"steps": []}
+    rows = [
+        [
+            _num(st["versions"]),
+            _num(st["long_merge_s"], 1),
+            _num(st["window_merge_s"], 1),
+            f"{st['window_over_long']:,.1f}x",
+            "ok" if st["long_row_ok"] and st["window_row_ok"] else "FAILED",
+        ]
+        for st in hot["steps"]
+    ]
+    if rows:
+        parts += [
+            "",
+            "HOT KEY (one key with N versions, one run per path; merge s = int_row_versions_refolded + state + "
+            "history; long: the long-history path, the default past 64 versions; window: the window path)",
+            _table(["versions", "long merge s", "window merge s", "window/long", "final row"], rows),
+        ]
     mem = res["memory"]
     rows = [
         [

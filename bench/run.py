@@ -4,7 +4,7 @@ write ``<out>/<UTC time>.json`` and ``.png``, print the table.
 Sizes (default / ``--full``, the sizes of the performance issue): decode 200k / 2M
 Debezium events and 50k / 500k events of each other format, end to end 100k / 1M
 events, merge growth into states of 20k, 200k / 100k, 1M, 10M rows with a batch of
-10k changes (20% late). Every size has its own option. The default took about 7
+10k changes (20% late), hot key of 1k, 4k / 1k, 4k, 8k versions. Every size has its own option. The default took about 7
 minutes on a shared 2-core machine; the full sizes were not run there (expect hours,
 and more memory: ``--driver-memory``).
 """
@@ -32,6 +32,7 @@ DEFAULTS = {
     "e2e_events": 100_000,
     "state_sizes": "20000,200000",
     "merge_batch": 10_000,
+    "hot_key_versions": "1000,4000",
 }
 FULL = {
     "events": 2_000_000,
@@ -39,6 +40,7 @@ FULL = {
     "e2e_events": 1_000_000,
     "state_sizes": "100000,1000000,10000000",
     "merge_batch": 10_000,
+    "hot_key_versions": "1000,4000,8000",
 }
 
 
@@ -60,6 +62,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--merge-repeat", type=int, default=2, help="batches merged per state size, fastest kept (default %(default)s)"
     )
+    p.add_argument(
+        "--hot-key-versions",
+        help=f"versions of the one key of the hot-key merge (default {DEFAULTS['hot_key_versions']}; 0: skip)",
+    )
     p.add_argument("--late-fraction", type=float, default=0.2, help="late changes in a batch (default %(default)s)")
     p.add_argument("--events-per-file", type=int, default=10_000, help="events per landing file (default %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="decode runs per variant, best kept (default %(default)s)")
@@ -76,6 +82,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if getattr(args, name) is None:
             setattr(args, name, value)
     args.state_sizes = [int(s) for s in str(args.state_sizes).split(",") if s.strip()]
+    args.hot_key_versions = [int(s) for s in str(args.hot_key_versions).split(",") if s.strip() and int(s) > 0]
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     unknown = [f for f in args.formats if f not in FORMAT_CASES]
     if unknown:
@@ -306,6 +313,11 @@ def main(argv: list[str] | None = None) -> int:
             sampler,
             args.merge_repeat,
         )
+        # ------------------------------------------------------------------ hot key
+        from bench.hot_key import run_hot_key
+
+        print(f"bench: hot key (versions {args.hot_key_versions})", file=sys.stderr)
+        hot_key = run_hot_key(spark, work, warehouse, args.hot_key_versions, sampler)
         conf = spark.sparkContext.getConf()
         spark_meta = {
             "master": spark.sparkContext.master,
@@ -346,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         "decode": decode,
         "end_to_end": e2e,
         "merge_growth": merge,
+        "hot_key": hot_key,
         "memory": memory,
     }
     stamp = started.strftime("%Y-%m-%dT%H%M%SZ")

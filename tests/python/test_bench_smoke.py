@@ -25,7 +25,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     args = [
         *("--formats", "debezium_json", "--events", "2000", "--e2e-events", "2000"),
-        *("--state-sizes", "500,5000", "--merge-batch", "200", "--merge-repeat", "1"),
+        *("--state-sizes", "500,5000", "--merge-batch", "200", "--merge-repeat", "1", "--hot-key-versions", "80"),
         *("--work", str(tmp_path / "work"), "--out", str(out)),
     ]
     done = subprocess.run(
@@ -37,7 +37,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     (result,) = out.glob("*.json")
     assert result.with_suffix(".png").stat().st_size > 0
     res = json.loads(result.read_text())
-    assert set(res) >= {"meta", "decode", "end_to_end", "merge_growth", "memory"}
+    assert set(res) >= {"meta", "decode", "end_to_end", "merge_growth", "hot_key", "memory"}
 
     (decode,) = res["decode"]
     assert decode["format"] == "debezium_json" and decode["data"]["records"] == 2000
@@ -61,6 +61,11 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert step["batch_changes"] == 200 and step["batch_late"] == 40
     (ratio,) = merge["ratios"]
     assert _positive(ratio["merge_time_ratio"]) and _positive(ratio["merge_cpu_ratio"])
+
+    (hot,) = res["hot_key"]["steps"]
+    assert hot["versions"] == 80 and hot["long_row_ok"] and hot["window_row_ok"], hot
+    assert _positive(hot["long_merge_s"]) and _positive(hot["window_merge_s"])
+    assert "HOT KEY" in done.stdout
 
     memory = res["memory"]
     assert _positive(memory["jvm_vmhwm_mib"]) and _positive(memory["python_worker_vmhwm_max_mib"])
