@@ -8,6 +8,19 @@
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
 
+{#- The long-history path costs scans of its own: it is planned only when the state
+    holds a key past half the threshold (or there is no state yet). Without it every
+    key takes the window path: the choice changes the cost, never the rows. -#}
+{% set state_relation = cdc_existing_relation('state') %}
+{% set has_long_histories = true %}
+{% if execute and state_relation is not none %}
+    {% set long_keys = run_query(
+        'select count(*) from ' ~ state_relation ~ ' where versions > ' ~ (long_history_versions // 2)
+    ) %}
+    {% set has_long_histories = long_keys.rows[0][0] > 0 %}
+{% endif %}
+{% set window_path = 'key_versions <= ' ~ long_history_versions if has_long_histories else 'true' %}
+
 with
 
 changelog as (
@@ -138,13 +151,13 @@ windowed as (
         deduplicated.*,
         collect_list(
             case
-                when key_versions <= {{ long_history_versions }}
+                when {{ window_path }}
                     then named_struct('resets', op in {{ resetting_ops }}, 'image', after, 'cols', after_cols)
             end
         ) over upto_here as changes_so_far,
         collect_list(
             case
-                when key_versions <= {{ long_history_versions }}
+                when {{ window_path }}
                     then named_struct('resets', false, 'image', col_types, 'cols', map_keys(col_types))
             end
         ) over upto_here as types_so_far,
@@ -163,8 +176,9 @@ windowed as (
         )
 ),
 
+{% if has_long_histories %}
 -- Long histories, in time linear in their cells. Their versions, once (the shuffle
--- of the hint is shared by the two CTEs below that read them):
+-- of the hint is shared by the CTEs below that read them):
 long_history_versions as (
     select /*+ repartition(table_id, key_text) */
         windowed.* except (changes_so_far, types_so_far)
@@ -258,6 +272,8 @@ long_history_types as (
     group by table_id, key_text
 ),
 
+{% endif %}
+
 folded as (
     select
         windowed.* except (changes_so_far, types_so_far),
@@ -265,7 +281,8 @@ folded as (
         case when windowed.next_order_key is null then {{ cdc_fold_images('windowed.types_so_far') }} end
             as folded_types
     from windowed
-    where key_versions <= {{ long_history_versions }}
+    where {{ window_path }}
+    {% if has_long_histories %}
     union all
     select
         long_history_versions.*,
@@ -281,6 +298,7 @@ folded as (
         on
             long_history_versions.table_id = long_history_types.table_id
             and long_history_versions.key_text = long_history_types.key_text
+    {% endif %}
 ),
 
 final as (
