@@ -8,16 +8,33 @@
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
 
-{#- The long-history path costs scans of its own: it is planned only when the state
-    holds a key past half the threshold (or there is no state yet). Without it every
-    key takes the window path: the choice changes the cost, never the rows. -#}
+{#- The long-history path costs scans of its own: it is planned only when a key may
+    need it, a key past half the threshold in the state or in the pending changes.
+    Without it every key takes the window path: the choice changes the cost, never
+    the rows. -#}
 {% set state_relation = cdc_existing_relation('state') %}
 {% set has_long_histories = true %}
-{% if execute and state_relation is not none %}
-    {% set long_keys = run_query(
-        'select count(*) from ' ~ state_relation ~ ' where versions > ' ~ (long_history_versions // 2)
-    ) %}
-    {% set has_long_histories = long_keys.rows[0][0] > 0 %}
+{% if execute %}
+    {% set half = long_history_versions // 2 %}
+    {% set long_keys_sql %}
+        select
+            {% if state_relation is not none %}
+                (select count(*) from {{ state_relation }} where versions > {{ half }}) +
+            {% endif %}
+            (
+                select count(*) from (
+                    select 1 from {{ ref('changelog') }}
+                    {% if merge_log is not none %}
+                        where loaded_at > (
+                            select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }}
+                        )
+                    {% endif %}
+                    group by table_id, key_text
+                    having count(*) > {{ half }}
+                )
+            )
+    {% endset %}
+    {% set has_long_histories = run_query(long_keys_sql).rows[0][0] > 0 %}
 {% endif %}
 {% set window_path = 'key_versions <= ' ~ long_history_versions if has_long_histories else 'true' %}
 
