@@ -62,7 +62,7 @@ class TableConfig:
         return self.table_id.split(".")
 
 
-#: 64 MiB of landing files per decoding task: a Python worker grows to about 3.5x that
+#: 64 MiB of landing files per decoding task (see macros/sql/cdc_decode_tasks.sql)
 DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
 
 

@@ -2,12 +2,11 @@
     How many Spark tasks read and decode a run's landing files: the `REPARTITION`
     hint of stg_landing__records. The file list is a small table that Spark scans as
     one partition; without the hint every file of a run would be read and decoded in
-    one task, on one core, and one Python call would hold every record of the run.
+    one task, on one core.
 
     One task per `task_bytes` of landing files, at least `min_tasks` (so every core of
     a machine gets work), never more than one task per file (a file is read whole, by
-    one task). A task reads its files in one Arrow batch: `task_bytes` also bounds the
-    memory of a Python worker (about 3.5x the bytes it reads).
+    one task). A task reads its files in one call of `cdc_read_records`.
 
     Arguments:
         files_relation: the relation listing the run's files (`file_size` in bytes).

@@ -4,8 +4,7 @@
 
 with
 
--- spread over several tasks: the files are read and decoded in parallel, and one
--- Python call holds the records of a few files, not of the whole run
+-- spread over several tasks: the files are read and decoded in parallel
 files as (
     select /*+ repartition({{ decode_tasks }}) */ *
     from {{ ref('stg_landing__files') }}
