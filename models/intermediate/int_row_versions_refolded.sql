@@ -8,31 +8,64 @@
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
 
-{#- The long-history path costs scans of its own: it is planned only when a key may
-    need it, a key past half the threshold in the state or in the pending changes.
-    Without it every key takes the window path: the choice changes the cost, never
-    the rows. -#}
+{#- The long-history path costs scans of its own: it is planned only when some key may
+    pass the threshold in this refold (its versions in the state, plus its pending
+    changes, plus the pending truncates). Without it every key takes the window path:
+    the choice changes the cost, never the rows. -#}
 {% set state_relation = cdc_existing_relation('state') %}
 {% set has_long_histories = true %}
 {% if execute %}
-    {% set half = long_history_versions // 2 %}
     {% set long_keys_sql %}
-        select
-            {% if state_relation is not none %}
-                (select count(*) from {{ state_relation }} where versions > {{ half }}) +
-            {% endif %}
-            (
-                select count(*) from (
-                    select 1 from {{ ref('changelog') }}
-                    {% if merge_log is not none %}
-                        where loaded_at > (
-                            select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }}
-                        )
-                    {% endif %}
-                    group by table_id, key_text
-                    having count(*) > {{ half }}
+        with
+
+        pending as (
+            select
+                table_id,
+                key_text,
+                op
+            from {{ ref('changelog') }}
+            {% if merge_log is not none %}
+                where loaded_at > (
+                    select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }}
                 )
-            )
+            {% endif %}
+        ),
+
+        pending_keys as (
+            select
+                table_id,
+                key_text,
+                count(*) as changes
+            from pending
+            where key_text is not null
+            group by table_id, key_text
+        ),
+
+        known_keys as (
+            {% if state_relation is not none %}
+                select
+                    table_id,
+                    key_text,
+                    versions
+                from {{ state_relation }}
+            {% else %}
+                select
+                    cast(null as string) as table_id,
+                    cast(null as string) as key_text,
+                    cast(null as int) as versions
+                where false
+            {% endif %}
+        )
+
+        select count(*)
+        from known_keys
+        full outer join pending_keys
+            on
+                known_keys.table_id = pending_keys.table_id
+                and known_keys.key_text = pending_keys.key_text
+        where
+            coalesce(known_keys.versions, 0) + coalesce(pending_keys.changes, 0)
+            + (select count(*) from pending where op = 'truncate') > {{ long_history_versions }}
     {% endset %}
     {% set has_long_histories = run_query(long_keys_sql).rows[0][0] > 0 %}
 {% endif %}
