@@ -53,6 +53,12 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
         .config("spark.sql.shuffle.partitions", os.environ.get("CDC_SHUFFLE_PARTITIONS", "8"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        # a long-lived session (cdc serve, a test run) keeps the plans of its last SQL
+        # executions even without the UI; the refold's plans are large, and 1,000 of
+        # them (Spark's default) fill a 1 GB driver
+        .config("spark.sql.ui.retainedExecutions", "50")
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
         # base64() as one line: no MIME line breaks in exported binary values
         .config("spark.sql.chunkBase64String.enabled", "false")

@@ -34,7 +34,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from udfs.session import build_session
 
-    session = build_session(tmp_path_factory.mktemp("warehouse"), master="local[2]")
+    # one session serves every pipeline test of a worker (hundreds of dbt models, a
+    # 10,000-column table): more heap than Spark's 1 GB default a user's run starts with
+    session = build_session(
+        tmp_path_factory.mktemp("warehouse"), master="local[2]", extra_conf={"spark.driver.memory": "2g"}
+    )
     yield session
     session.stop()
 
