@@ -24,6 +24,13 @@ key is the LSN), grown in steps:
 
 After each batch the state is checked: S live rows, and exactly the on-time keys carry
 the batch's LSN.
+
+Side by side, at each size the same number of batches is merged by the *whole-bucket*
+path: the previous refold table is dropped before the merge run, which makes
+``int_row_versions_refolded`` refold every change of the touched buckets (its path
+after a merge that may not have finished, and every merge's path before the models
+copied untouched keys). Copy and whole-bucket batches alternate, so both see the same
+state and nearly the same changelog.
 """
 
 from __future__ import annotations
@@ -221,10 +228,24 @@ def _compile_macros(config: Any) -> tuple[str, str]:
     return order_key.strip(), bucket.strip()
 
 
+#: the merge paths of ``int_row_versions_refolded`` the section compares
+MERGE_PATHS = ("copy", "whole_bucket")
+
+
 def _merge_one_batch(
-    spark: Any, config: Any, landing: Path, b: int, size: int, batch: int, late_fraction: float, seed: int, sampler: Any
+    spark: Any,
+    config: Any,
+    landing: Path,
+    b: int,
+    size: int,
+    batch: int,
+    late_fraction: float,
+    seed: int,
+    sampler: Any,
+    path: str = "copy",
 ) -> dict[str, Any]:
-    """Land batch ``b`` over the first ``size`` keys, decode it, merge it; timed and checked."""
+    """Land batch ``b`` over the first ``size`` keys, decode it, merge it by ``path``
+    (see ``MERGE_PATHS``); timed and checked."""
     from udfs.pipeline import run_dbt
 
     s = config.schema
@@ -235,7 +256,9 @@ def _merge_one_batch(
         run_dbt(config, "run", extra=["--select", DECODE_SELECTION])
     decode = node_times(target)
     changelog_rows = spark.table(f"`{s}`.changelog").count()
-    with sampler.section(f"merge:S={size}:batch merge") as spent:
+    if path == "whole_bucket":
+        spark.sql(f"drop table if exists `{s}`.int_row_versions_refolded")
+    with sampler.section(f"merge:S={size}:batch merge ({path})") as spent:
         run_dbt(config, "run", extra=["--select", " ".join(MERGE_NODES)])
     merge = node_times(target)
     ontime_prefix = str(ONTIME_LSN + b * 10**9).zfill(20)[:11]
@@ -246,8 +269,12 @@ def _merge_one_batch(
         f"select versions_rewritten, buckets_rewritten from `{s}`.merge_log order by merged_through desc limit 1"
     ).collect()[0]
     n = min(batch, size)
+    compiled = next((target / "compiled").rglob("int_row_versions_refolded.sql")).read_text()
+    took = "copy" if "untouched_current_versions" in compiled else "whole_bucket"
+    assert took == path, f"batch {b}: asked for the {path} path, the model took the {took} path"
     return {
         "batch_no": b,
+        "path": path,
         "changelog_rows": changelog_rows,
         "late": n_late,
         "check_ok": live == size and ontime_applied == n - n_late,
@@ -299,9 +326,13 @@ def run_merge_growth(
         initial = node_times(target)
         batches = []
         for _ in range(repeat):
-            batches.append(_merge_one_batch(spark, config, landing, b, size, batch, late_fraction, seed, sampler))
-            b += 1
-        best = min(batches, key=lambda r: r["merge_s"])
+            for path in MERGE_PATHS:
+                batches.append(
+                    _merge_one_batch(spark, config, landing, b, size, batch, late_fraction, seed, sampler, path)
+                )
+                b += 1
+        whole = min((r for r in batches if r["path"] == "whole_bucket"), key=lambda r: r["merge_s"])
+        best = min((r for r in batches if r["path"] == "copy"), key=lambda r: r["merge_s"])
         steps.append(
             {
                 "state_rows": size,
@@ -311,8 +342,14 @@ def run_merge_growth(
                 "check_ok": all(r["check_ok"] for r in batches),
                 # the fastest of the batches merged at this size
                 "merge_s": best["merge_s"],
-                "merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in batches),
+                "merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in batches if r["path"] == "copy"),
                 "merge_nodes_s": best["merge_nodes_s"],
+                # the same, by the whole-bucket path (side by side, alternating batches)
+                "whole_bucket_merge_s": whole["merge_s"],
+                "whole_bucket_merge_cpu_s": min(
+                    r["merge_invocation_cpu_s"] for r in batches if r["path"] == "whole_bucket"
+                ),
+                "whole_bucket_merge_nodes_s": whole["merge_nodes_s"],
                 "batch_decode_s": best["decode_s"],
                 "versions_rewritten": best["versions_rewritten"],
                 "buckets_rewritten": best["buckets_rewritten"],
@@ -330,6 +367,7 @@ def run_merge_growth(
             "state_growth": round(c["state_rows"] / a["state_rows"], 2),
             "merge_time_ratio": round(c["merge_s"] / a["merge_s"], 2),
             "merge_cpu_ratio": round(c["merge_cpu_s"] / a["merge_cpu_s"], 2),
+            "whole_bucket_merge_time_ratio": round(c["whole_bucket_merge_s"] / a["whole_bucket_merge_s"], 2),
         }
         for a, c in zip(steps, steps[1:], strict=False)
     ]

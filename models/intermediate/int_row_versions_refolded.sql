@@ -1,11 +1,21 @@
--- Every version of every key in the state buckets that pending changes touch,
--- refolded from the changelog in `order_key` order. Pending = appended after the
--- last completed merge (`merge_log`); a merge that died is simply redone.
--- Refolding whole buckets from the changelog makes late, duplicated and reordered
--- events land exactly where they belong, and restores a bucket a crash lost.
--- `col_types` is set on the current version only (the state reads it there).
+-- Every version of every key in the state buckets that pending changes touch.
+-- Pending = appended after the last completed merge (`merge_log`); a merge that died
+-- is simply redone. The keys the pending changes touch (every key of a truncated
+-- table) are refolded from the changelog in `order_key` order, which makes late,
+-- duplicated and reordered events land exactly where they belong. The other keys of
+-- those buckets are copied from the state and the history as the last merge left
+-- them, so a merge costs the history of the keys it touches plus a copy of the
+-- buckets, not a refold of every change of the buckets.
+-- When the last merge may have died half way (or a merge table is missing), the
+-- whole buckets are refolded from the changelog instead: that restores a bucket a
+-- crash lost. `col_types` is set on the current version only (the state reads it there).
 {% set merge_log = cdc_existing_relation('merge_log') %}
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
+{% set pending_filter %}
+    {% if merge_log is not none %}
+        where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
+    {% endif %}
+{% endset %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
 
 {#- The long-history path costs scans of its own: it is planned only when some key may
@@ -24,11 +34,7 @@
                 key_text,
                 op
             from {{ ref('changelog') }}
-            {% if merge_log is not none %}
-                where loaded_at > (
-                    select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }}
-                )
-            {% endif %}
+            {{ pending_filter }}
         ),
 
         pending_keys as (
@@ -71,6 +77,24 @@
 {% endif %}
 {% set window_path = 'key_versions <= ' ~ long_history_versions if has_long_histories else 'true' %}
 
+{#- Copying the untouched keys is safe only when the state and the history are what
+    the last merge wrote: every version the previous run's refold wrote belongs to a
+    merge that completed (merge_log names its run). -#}
+{% set history_relation = cdc_existing_relation('history') %}
+{% set refold_whole_buckets = true %}
+{% if execute and merge_log is not none and state_relation is not none and history_relation is not none %}
+    {% set previous_refold = cdc_existing_relation(this.identifier) %}
+    {% if previous_refold is not none
+        and 'merge_run_id' in adapter.get_columns_in_relation(previous_refold) | map(attribute='name') | list %}
+        {% set unfinished_sql %}
+            select count(*)
+            from {{ previous_refold }}
+            where merge_run_id not in (select run_id from {{ merge_log }})
+        {% endset %}
+        {% set refold_whole_buckets = run_query(unfinished_sql).rows[0][0] > 0 %}
+    {% endif %}
+{% endif %}
+
 with
 
 changelog as (
@@ -81,11 +105,10 @@ pending as (
     select
         table_id,
         bucket,
+        key_text,
         op
     from changelog
-    {% if merge_log is not none %}
-        where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
-    {% endif %}
+    {{ pending_filter }}
 ),
 
 truncated_tables as (
@@ -108,13 +131,36 @@ touched as (
     where changelog.bucket >= 0
 ),
 
+-- the keys to refold: those with pending changes, and every key of a truncated table
+touched_keys as (
+    select distinct
+        table_id,
+        key_text
+    from pending
+    where key_text is not null
+    union
+    select distinct
+        changelog.table_id,
+        changelog.key_text
+    from changelog
+    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
+    where changelog.key_text is not null
+),
+
 keyed_changes as (
     select changelog.*
     from changelog
-    left semi join touched
-        on
-            changelog.table_id = touched.table_id
-            and changelog.bucket = touched.bucket
+    {% if refold_whole_buckets %}
+        left semi join touched
+            on
+                changelog.table_id = touched.table_id
+                and changelog.bucket = touched.bucket
+    {% else %}
+        left semi join touched_keys
+            on
+                changelog.table_id = touched_keys.table_id
+                and changelog.key_text = touched_keys.key_text
+    {% endif %}
 ),
 
 keys_first_seen as (
@@ -351,7 +397,7 @@ folded as (
     {% endif %}
 ),
 
-final as (
+refolded as (
     select
         table_id,
         key_text,
@@ -374,6 +420,97 @@ final as (
         next_order_key is null as is_current,
         bucket
     from folded
+),
+
+{% if not refold_whole_buckets %}
+-- The untouched keys of the touched buckets, as the last merge left them: the current
+-- version from the state (it holds the declared types), the earlier ones from the history.
+untouched_current_versions as (
+    select
+        state.table_id,
+        state.key_text,
+        state.key,
+        state.versions as version_no,
+        state.last_event_id as event_id,
+        state.last_op as op,
+        state.is_deleted,
+        state.row,
+        state.col_types,
+        state.last_seq as seq,
+        state.last_order_key as order_key,
+        state.last_seq as valid_from_seq,
+        cast(null as string) as valid_to_seq,
+        state.last_order_key as valid_from,
+        cast(null as string) as valid_to,
+        state.last_commit_ts as valid_from_ts,
+        cast(null as timestamp) as valid_to_ts,
+        true as is_current,
+        state.bucket
+    from {{ state_relation }} as state
+    left semi join touched
+        on
+            state.table_id = touched.table_id
+            and state.bucket = touched.bucket
+    left anti join touched_keys
+        on
+            state.table_id = touched_keys.table_id
+            and state.key_text = touched_keys.key_text
+),
+
+untouched_earlier_versions as (
+    select
+        history.table_id,
+        history.key_text,
+        history.key,
+        history.version_no,
+        history.event_id,
+        history.op,
+        history.is_deleted,
+        history.row,
+        cast(null as map<string, string>) as col_types,  -- noqa: LT01
+        history.seq,
+        history.valid_from as order_key,
+        history.valid_from_seq,
+        history.valid_to_seq,
+        history.valid_from,
+        history.valid_to,
+        history.valid_from_ts,
+        history.valid_to_ts,
+        history.is_current,
+        history.bucket
+    from {{ history_relation }} as history
+    left semi join touched
+        on
+            history.table_id = touched.table_id
+            and history.bucket = touched.bucket
+    left anti join touched_keys
+        on
+            history.table_id = touched_keys.table_id
+            and history.key_text = touched_keys.key_text
+    where not history.is_current
+),
+
+{% endif %}
+final as (
+    select
+        refolded.* except (bucket),
+        {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+        refolded.bucket
+    from refolded
+    {% if not refold_whole_buckets %}
+        union all
+        select
+            untouched_current_versions.* except (bucket),
+            {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+            untouched_current_versions.bucket
+        from untouched_current_versions
+        union all
+        select
+            untouched_earlier_versions.* except (bucket),
+            {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+            untouched_earlier_versions.bucket
+        from untouched_earlier_versions
+    {% endif %}
 )
 
 select * from final

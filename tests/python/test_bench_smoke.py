@@ -58,6 +58,8 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     for step in merge["steps"]:
         assert step["check_ok"], step
         assert _positive(step["merge_s"]) and _positive(step["merge_cpu_s"]) and _positive(step["initial_merge_s"])
+        assert _positive(step["whole_bucket_merge_s"]) and _positive(step["whole_bucket_merge_cpu_s"])
+        assert {b["path"] for b in step["batches"]} == {"copy", "whole_bucket"}
         assert step["batch_changes"] == 200 and step["batch_late"] == 40
     (ratio,) = merge["ratios"]
     assert _positive(ratio["merge_time_ratio"]) and _positive(ratio["merge_cpu_ratio"])
