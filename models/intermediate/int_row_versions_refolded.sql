@@ -17,11 +17,16 @@
     {% endif %}
 {% endset %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
+{% set long_candidates_inlined = cdc_settings()['long_history_named_keys'] %}
 
 {#- The long-history path costs scans of its own: it is planned only when some key may
     pass the threshold in this refold (its versions in the state, plus its pending
-    changes, plus the pending truncates). Without it every key takes the window path:
-    the choice changes the cost, never the rows. -#}
+    changes, plus the pending truncates). Both paths give the same rows, so which key
+    takes which path changes the cost, never the result. When the candidate keys are
+    few (up to `long_history_named_keys`) they are named in the query: the filter on
+    the window's partition columns reaches the changelog scan, and each path reads and
+    sorts only its own keys. Otherwise keys are routed by their versions, which costs
+    the refold's windows a second time. -#}
 {% set state_relation = cdc_existing_relation('state') %}
 {% set has_long_histories = true %}
 {% if execute %}
@@ -63,7 +68,9 @@
             {% endif %}
         )
 
-        select count(*)
+        select
+            coalesce(known_keys.table_id, pending_keys.table_id) as table_id,
+            coalesce(known_keys.key_text, pending_keys.key_text) as key_text
         from known_keys
         full outer join pending_keys
             on
@@ -72,10 +79,25 @@
         where
             coalesce(known_keys.versions, 0) + coalesce(pending_keys.changes, 0)
             + (select count(*) from pending where op = 'truncate') > {{ long_history_versions }}
+        limit {{ long_candidates_inlined + 1 }}
     {% endset %}
-    {% set has_long_histories = run_query(long_keys_sql).rows[0][0] > 0 %}
+    {% set candidates = run_query(long_keys_sql).rows %}
+    {% set has_long_histories = candidates | length > 0 %}
 {% endif %}
-{% set window_path = 'key_versions <= ' ~ long_history_versions if has_long_histories else 'true' %}
+{% if not has_long_histories %}
+    {% set long_path = 'false' %}
+{% elif candidates is defined and candidates | length <= long_candidates_inlined %}
+    {% set long_path %}
+        coalesce((table_id, key_text) in (
+            {%- for row in candidates -%}
+                ({{ cdc_string_literal(row[0]) }}, {{ cdc_string_literal(row[1]) }}){{ ", " if not loop.last }}
+            {%- endfor -%}
+        ), false)
+    {% endset %}
+{% else %}
+    {% set long_path = 'key_versions > ' ~ long_history_versions %}
+{% endif %}
+{% set window_path = 'not (' ~ long_path.strip() ~ ')' %}
 
 {#- Copying the untouched keys is safe only when the state and the history are what
     the last merge wrote: every version the previous run's refold wrote belongs to a
@@ -86,10 +108,16 @@
     {% set previous_refold = cdc_existing_relation(this.identifier) %}
     {% if previous_refold is not none
         and 'merge_run_id' in adapter.get_columns_in_relation(previous_refold) | map(attribute='name') | list %}
+        {#- every row of a refold carries the same run: one row tells -#}
         {% set unfinished_sql %}
+            with previous as (
+                select merge_run_id from {{ previous_refold }}
+                limit 1
+            )
+
             select count(*)
-            from {{ previous_refold }}
-            where merge_run_id not in (select run_id from {{ merge_log }})
+            from previous
+            left anti join {{ merge_log }} as merge_log on previous.merge_run_id = merge_log.run_id
         {% endset %}
         {% set refold_whole_buckets = run_query(unfinished_sql).rows[0][0] > 0 %}
     {% endif %}
@@ -279,7 +307,7 @@ long_history_versions as (
     select /*+ repartition(table_id, key_text) */
         windowed.* except (changes_so_far, types_so_far)
     from windowed
-    where key_versions > {{ long_history_versions }}
+    where {{ long_path }}
 ),
 
 -- every column a version provides (present in its image, or named in its columns
