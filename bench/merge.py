@@ -51,7 +51,7 @@ BASE_LSN = 10**9  # key k's snapshot is at BASE_LSN + k * LSN_STEP
 LSN_STEP = 100
 ONTIME_LSN = 10**13  # every on-time batch change is after every snapshot
 TS_MS = 1_700_000_000_000
-MERGE_NODES = ("int_row_versions_refolded", "state", "history", "merge_log")
+MERGE_NODES = ("int_changes_to_refold", "int_row_versions_refolded", "state", "history", "merge_log")
 #: a batch's first run: decode, changelog, and the audit row that marks the file read
 #: (no marts, audit reports or tests: they do not change what the merge costs); then a
 #: run of ``MERGE_NODES`` alone, so its CPU is measured apart

@@ -24,7 +24,6 @@ TOP_LEVEL_KEYS = {
     "buckets",
     "decode_task_bytes",
     "long_history_versions",
-    "long_history_named_keys",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -84,9 +83,6 @@ class Config:
     #: keys with more versions than this are refolded by the linear long-history path
     #: (see models/intermediate/int_row_versions_refolded.sql)
     long_history_versions: int = 64
-    #: up to this many candidate long-history keys are named in the refold query, so each
-    #: path reads only its own keys; with more, keys are routed by their version count
-    long_history_named_keys: int = 1000
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -142,9 +138,6 @@ def load_config(path: str | Path) -> Config:
     long_history = raw.get("long_history_versions", 64)
     if not isinstance(long_history, int) or isinstance(long_history, bool) or long_history < 0:
         raise ConfigError(f"long_history_versions must be an integer >= 0, got {long_history!r}")
-    named_keys = raw.get("long_history_named_keys", 1000)
-    if not isinstance(named_keys, int) or isinstance(named_keys, bool) or not 0 <= named_keys <= 100_000:
-        raise ConfigError(f"long_history_named_keys must be an integer between 0 and 100000, got {named_keys!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -218,9 +211,7 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
     spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
-    return Config(
-        path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes, long_history, named_keys
-    )
+    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes, long_history)
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -58,7 +58,6 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "buckets": config.buckets,
             "decode_task_bytes": config.decode_task_bytes,
             "long_history_versions": config.long_history_versions,
-            "long_history_named_keys": config.long_history_named_keys,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "feeds": [

@@ -8,7 +8,8 @@
     `cdc run` publish from the same cdc.yml.
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
-    long_history_versions, long_history_named_keys, golden, retry_quarantine.
+    long_history_versions, golden,
+    retry_quarantine.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -26,7 +27,6 @@
         'buckets': settings.get('buckets', 16),
         'decode_task_bytes': settings.get('decode_task_bytes', 67108864),
         'long_history_versions': settings.get('long_history_versions', 64),
-        'long_history_named_keys': settings.get('long_history_named_keys', 1000),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
     }) %}

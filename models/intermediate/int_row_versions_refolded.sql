@@ -1,303 +1,67 @@
 -- Every version of every key in the state buckets that pending changes touch.
--- Pending = appended after the last completed merge (`merge_log`); a merge that died
--- is simply redone. The keys the pending changes touch (every key of a truncated
--- table) are refolded from the changelog in `order_key` order, which makes late,
--- duplicated and reordered events land exactly where they belong. The other keys of
--- those buckets are copied from the state and the history as the last merge left
--- them, so a merge costs the history of the keys it touches plus a copy of the
--- buckets, not a refold of every change of the buckets.
--- When the last merge may have died half way (or a merge table is missing), the
--- whole buckets are refolded from the changelog instead: that restores a bucket a
--- crash lost. `col_types` is set on the current version only (the state reads it there).
-{% set merge_log = cdc_existing_relation('merge_log') %}
+-- The keys in `int_changes_to_refold` are refolded in `order_key` order, which makes
+-- late, duplicated and reordered events land exactly where they belong. In a merge
+-- that copies (`cdc_refold_whole_buckets` is false), the other keys of those buckets
+-- are copied from the state and the history as the last merge left them: a merge costs
+-- the history of the keys it touches plus a copy of their buckets, not a refold of
+-- every change of the buckets. `col_types` is set on the current version only (the
+-- state reads it there); `merge_run_id` names the run (see cdc_refold_whole_buckets).
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
-{% set pending_filter %}
-    {% if merge_log is not none %}
-        where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
-    {% endif %}
-{% endset %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
-{% set long_candidates_inlined = cdc_settings()['long_history_named_keys'] %}
+{% set refold_whole_buckets = cdc_refold_whole_buckets() %}
 
-{#- The long-history path costs scans of its own: it is planned only when some key may
-    pass the threshold in this refold (its versions in the state, plus its pending
-    changes, plus the pending truncates). Both paths give the same rows, so which key
-    takes which path changes the cost, never the result. When the candidate keys are
-    few (up to `long_history_named_keys`) they are named in the query: the filter on
-    the window's partition columns reaches the changelog scan, and each path reads and
-    sorts only its own keys. Otherwise keys are routed by their versions, which costs
-    the refold's windows a second time. -#}
-{% set state_relation = cdc_existing_relation('state') %}
+{#- Keys with more than `long_history_versions` changes take the long-history path;
+    it is planned only when there is one (both paths give the same rows: the choice
+    changes the cost, never the result). -#}
 {% set has_long_histories = true %}
 {% if execute %}
     {% set long_keys_sql %}
-        with
-
-        pending as (
-            select
-                table_id,
-                key_text,
-                op
-            from {{ ref('changelog') }}
-            {{ pending_filter }}
-        ),
-
-        pending_keys as (
-            select
-                table_id,
-                key_text,
-                count(*) as changes
-            from pending
-            where key_text is not null
-            group by table_id, key_text
-        ),
-
-        known_keys as (
-            {% if state_relation is not none %}
-                select
-                    table_id,
-                    key_text,
-                    versions
-                from {{ state_relation }}
-            {% else %}
-                select
-                    cast(null as string) as table_id,
-                    cast(null as string) as key_text,
-                    cast(null as int) as versions
-                where false
-            {% endif %}
-        )
-
-        select
-            coalesce(known_keys.table_id, pending_keys.table_id) as table_id,
-            coalesce(known_keys.key_text, pending_keys.key_text) as key_text
-        from known_keys
-        full outer join pending_keys
-            on
-                known_keys.table_id = pending_keys.table_id
-                and known_keys.key_text = pending_keys.key_text
-        where
-            coalesce(known_keys.versions, 0) + coalesce(pending_keys.changes, 0)
-            + (select count(*) from pending where op = 'truncate') > {{ long_history_versions }}
-        limit {{ long_candidates_inlined + 1 }}
+        select count(*) from {{ ref('int_changes_to_refold') }}
+        where key_versions > {{ long_history_versions }}
     {% endset %}
-    {% set candidates = run_query(long_keys_sql).rows %}
-    {% set has_long_histories = candidates | length > 0 %}
-{% endif %}
-{% if not has_long_histories %}
-    {% set long_path = 'false' %}
-{% elif candidates is defined and candidates | length <= long_candidates_inlined %}
-    {% set long_path %}
-        coalesce((table_id, key_text) in (
-            {%- for row in candidates -%}
-                ({{ cdc_string_literal(row[0]) }}, {{ cdc_string_literal(row[1]) }}){{ ", " if not loop.last }}
-            {%- endfor -%}
-        ), false)
-    {% endset %}
-{% else %}
-    {% set long_path = 'key_versions > ' ~ long_history_versions %}
-{% endif %}
-{% set window_path = 'not (' ~ long_path.strip() ~ ')' %}
-
-{#- Copying the untouched keys is safe only when the state and the history are what
-    the last merge wrote: every version the previous run's refold wrote belongs to a
-    merge that completed (merge_log names its run). -#}
-{% set history_relation = cdc_existing_relation('history') %}
-{% set refold_whole_buckets = true %}
-{% if execute and merge_log is not none and state_relation is not none and history_relation is not none %}
-    {% set previous_refold = cdc_existing_relation(this.identifier) %}
-    {% if previous_refold is not none
-        and 'merge_run_id' in adapter.get_columns_in_relation(previous_refold) | map(attribute='name') | list %}
-        {#- every row of a refold carries the same run: one row tells -#}
-        {% set unfinished_sql %}
-            with previous as (
-                select merge_run_id from {{ previous_refold }}
-                limit 1
-            )
-
-            select count(*)
-            from previous
-            left anti join {{ merge_log }} as merge_log on previous.merge_run_id = merge_log.run_id
-        {% endset %}
-        {% set refold_whole_buckets = run_query(unfinished_sql).rows[0][0] > 0 %}
-    {% endif %}
+    {% set has_long_histories = run_query(long_keys_sql).rows[0][0] > 0 %}
 {% endif %}
 
-with
-
-changelog as (
-    select * from {{ ref('changelog') }}
-),
-
-pending as (
-    select
-        table_id,
-        bucket,
-        key_text,
-        op
-    from changelog
-    {{ pending_filter }}
-),
-
-truncated_tables as (
-    select distinct table_id from pending
-    where op = 'truncate'
-),
-
-touched as (
-    select distinct
-        table_id,
-        bucket
-    from pending
-    where bucket >= 0
-    union
-    select distinct
-        changelog.table_id,
-        changelog.bucket
-    from changelog
-    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
-    where changelog.bucket >= 0
-),
-
--- the keys to refold: those with pending changes, and every key of a truncated table
-touched_keys as (
-    select distinct
-        table_id,
-        key_text
-    from pending
-    where key_text is not null
-    union
-    select distinct
-        changelog.table_id,
-        changelog.key_text
-    from changelog
-    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
-    where changelog.key_text is not null
-),
-
-keyed_changes as (
-    select changelog.*
-    from changelog
-    {% if refold_whole_buckets %}
-        left semi join touched
-            on
-                changelog.table_id = touched.table_id
-                and changelog.bucket = touched.bucket
-    {% else %}
-        left semi join touched_keys
-            on
-                changelog.table_id = touched_keys.table_id
-                and changelog.key_text = touched_keys.key_text
-    {% endif %}
-),
-
-keys_first_seen as (
-    select
-        table_id,
-        key_text,
-        bucket,
-        first(key) as key,
-        min(order_key) as first_order_key
-    from keyed_changes
-    group by table_id, key_text, bucket
-),
-
-truncates as (
-    select * from changelog
-    where op = 'truncate' and table_id in (select table_id from touched)
-),
-
--- A truncate deletes every key that existed before it.
-truncate_deletes as (
-    select
-        keys_first_seen.table_id,
-        keys_first_seen.bucket,
-        keys_first_seen.key_text,
-        keys_first_seen.key,
-        truncates.event_id,
-        'truncate' as op,
-        truncates.seq,
-        truncates.order_key,
-        truncates.commit_ts,
-        cast(null as map<string, string>) as after,  -- noqa: LT01
-        cast(null as array<string>) as after_cols,
-        cast(map() as map<string, string>) as col_types  -- noqa: LT01
-    from keys_first_seen
-    inner join truncates
-        on
-            keys_first_seen.table_id = truncates.table_id
-            and keys_first_seen.first_order_key < truncates.order_key
-),
-
-all_changes as (
-    select
-        table_id,
-        bucket,
-        key_text,
-        key,
-        event_id,
-        op,
-        seq,
-        order_key,
-        commit_ts,
-        after,
-        after_cols,
-        col_types
-    from keyed_changes
-    union all
-    select * from truncate_deletes
-),
-
--- The same event delivered twice (same event_id) counts once, at its first place.
-numbered_deliveries as (
-    select
-        all_changes.*,
-        row_number() over (
-            partition by table_id, key_text, event_id order by order_key
-        ) as delivery_no
-    from all_changes
-),
-
-deduplicated as (
-    select
-        numbered_deliveries.* except (delivery_no),
-        count(*) over (partition by table_id, key_text) as key_versions
-    from numbered_deliveries
-    where delivery_no = 1
-),
-
--- Short histories (most keys): each version's row folds the changes up to it, a
--- window of the changes so far. That costs the square of a key's versions, so a key
--- with more than `long_history_versions` versions takes the long-history path below
--- (its window list stays empty here).
-windowed as (
-    select
-        deduplicated.*,
-        collect_list(
-            case
-                when {{ window_path }}
-                    then named_struct('resets', op in {{ resetting_ops }}, 'image', after, 'cols', after_cols)
-            end
-        ) over upto_here as changes_so_far,
-        collect_list(
-            case
-                when {{ window_path }}
-                    then named_struct('resets', false, 'image', col_types, 'cols', map_keys(col_types))
-            end
-        ) over upto_here as types_so_far,
+{#- The place of every version in its key's history, for both paths. -#}
+{% set version_columns %}
         lead(order_key) over by_order as next_order_key,
         lead(seq) over by_order as next_seq,
         lead(commit_ts) over by_order as next_commit_ts,
         row_number() over by_order as version_no,
         -- a reset (insert, snapshot, delete, truncate) starts the row from empty
         sum(case when op in {{ resetting_ops }} then 1 else 0 end) over upto_here as reset_group
-    from deduplicated
+{% endset %}
+{% set version_windows %}
     window
         by_order as (partition by table_id, key_text order by order_key),
         upto_here as (
             partition by table_id, key_text order by order_key
             rows between unbounded preceding and current row
         )
+{% endset %}
+
+with
+
+changes as (
+    select * from {{ ref('int_changes_to_refold') }}
+),
+
+-- Short histories (most keys): each version's row folds the changes up to it, a
+-- window of the changes so far. That costs the square of a key's versions, so a key
+-- with more than `long_history_versions` versions takes the long-history path below.
+windowed as (
+    select
+        changes.*,
+        collect_list(
+            named_struct('resets', op in {{ resetting_ops }}, 'image', after, 'cols', after_cols)
+        ) over upto_here as changes_so_far,
+        collect_list(
+            named_struct('resets', false, 'image', col_types, 'cols', map_keys(col_types))
+        ) over upto_here as types_so_far,
+        {{ version_columns }}
+    from changes
+    where key_versions <= {{ long_history_versions }}
+    {{ version_windows }}
 ),
 
 {% if has_long_histories %}
@@ -305,9 +69,11 @@ windowed as (
 -- of the hint is shared by the CTEs below that read them):
 long_history_versions as (
     select /*+ repartition(table_id, key_text) */
-        windowed.* except (changes_so_far, types_so_far)
-    from windowed
-    where {{ long_path }}
+        changes.*,
+        {{ version_columns }}
+    from changes
+    where key_versions > {{ long_history_versions }}
+    {{ version_windows }}
 ),
 
 -- every column a version provides (present in its image, or named in its columns
@@ -405,7 +171,6 @@ folded as (
         case when windowed.next_order_key is null then {{ cdc_fold_images('windowed.types_so_far') }} end
             as folded_types
     from windowed
-    where {{ window_path }}
     {% if has_long_histories %}
     union all
     select
@@ -451,6 +216,21 @@ refolded as (
 ),
 
 {% if not refold_whole_buckets %}
+-- the buckets and the keys refolded above
+touched as (
+    select distinct
+        table_id,
+        bucket
+    from changes
+),
+
+touched_keys as (
+    select distinct
+        table_id,
+        key_text
+    from changes
+),
+
 -- The untouched keys of the touched buckets, as the last merge left them: the current
 -- version from the state (it holds the declared types), the earlier ones from the history.
 untouched_current_versions as (
@@ -474,7 +254,7 @@ untouched_current_versions as (
         cast(null as timestamp) as valid_to_ts,
         true as is_current,
         state.bucket
-    from {{ state_relation }} as state
+    from {{ cdc_existing_relation('state') }} as state
     left semi join touched
         on
             state.table_id = touched.table_id
@@ -506,7 +286,7 @@ untouched_earlier_versions as (
         history.valid_to_ts,
         history.is_current,
         history.bucket
-    from {{ history_relation }} as history
+    from {{ cdc_existing_relation('history') }} as history
     left semi join touched
         on
             history.table_id = touched.table_id

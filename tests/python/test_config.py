@@ -67,16 +67,6 @@ def test_decode_task_bytes_is_a_positive_byte_count(tmp_path):
             load_config(_write(tmp_path, [feed("debezium_json")], decode_task_bytes=bad))
 
 
-def test_long_history_named_keys_is_a_bounded_count(tmp_path):
-    assert load_config(_write(tmp_path, [feed("debezium_json")])).long_history_named_keys == 1000
-    assert (
-        load_config(_write(tmp_path, [feed("debezium_json")], long_history_named_keys=0)).long_history_named_keys == 0
-    )
-    for bad in (-1, 100_001, "10", True, 2.5):
-        with pytest.raises(ConfigError, match="long_history_named_keys must be an integer between 0 and 100000"):
-            load_config(_write(tmp_path, [feed("debezium_json")], long_history_named_keys=bad))
-
-
 def test_long_history_versions_is_a_count_of_versions(tmp_path):
     assert load_config(_write(tmp_path, [feed("debezium_json")])).long_history_versions == 64
     assert load_config(_write(tmp_path, [feed("debezium_json")], long_history_versions=0)).long_history_versions == 0

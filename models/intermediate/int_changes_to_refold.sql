@@ -1,0 +1,173 @@
+-- The changes the merge refolds, once per key and event, with `key_versions` (the
+-- changes of the key): every change of the keys that pending changes touch (every
+-- key of a truncated table), or of their whole buckets when the last merge may not
+-- have finished (`cdc_refold_whole_buckets`). Pending = appended after the last
+-- completed merge (`merge_log`); a merge that died is simply redone.
+-- A table of its own so that the refold's two paths and its copy of the untouched
+-- keys each read it with a plain filter, instead of planning these steps again in
+-- every branch of one query.
+{% set merge_log = cdc_existing_relation('merge_log') %}
+{% set refold_whole_buckets = cdc_refold_whole_buckets() %}
+
+with
+
+changelog as (
+    select * from {{ ref('changelog') }}
+),
+
+pending as (
+    select
+        table_id,
+        bucket,
+        key_text,
+        op
+    from changelog
+    {% if merge_log is not none %}
+        where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
+    {% endif %}
+),
+
+truncated_tables as (
+    select distinct table_id from pending
+    where op = 'truncate'
+),
+
+touched as (
+    select distinct
+        table_id,
+        bucket
+    from pending
+    where bucket >= 0
+    union
+    select distinct
+        changelog.table_id,
+        changelog.bucket
+    from changelog
+    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
+    where changelog.bucket >= 0
+),
+
+-- the keys to refold: those with pending changes, and every key of a truncated table
+-- (unused when whole buckets are refolded)
+touched_keys as (  -- noqa: ST03
+    select distinct
+        table_id,
+        key_text
+    from pending
+    where key_text is not null
+    union
+    select distinct
+        changelog.table_id,
+        changelog.key_text
+    from changelog
+    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
+    where changelog.key_text is not null
+),
+
+keyed_changes as (
+    select changelog.*
+    from changelog
+    {% if refold_whole_buckets %}
+        left semi join touched
+            on
+                changelog.table_id = touched.table_id
+                and changelog.bucket = touched.bucket
+    {% else %}
+        left semi join touched_keys
+            on
+                changelog.table_id = touched_keys.table_id
+                and changelog.key_text = touched_keys.key_text
+    {% endif %}
+),
+
+keys_first_seen as (
+    select
+        table_id,
+        key_text,
+        bucket,
+        first(key) as key,
+        min(order_key) as first_order_key
+    from keyed_changes
+    group by table_id, key_text, bucket
+),
+
+truncates as (
+    select * from changelog
+    where op = 'truncate' and table_id in (select table_id from touched)
+),
+
+-- A truncate deletes every key that existed before it.
+truncate_deletes as (
+    select
+        keys_first_seen.table_id,
+        keys_first_seen.bucket,
+        keys_first_seen.key_text,
+        keys_first_seen.key,
+        truncates.event_id,
+        'truncate' as op,
+        truncates.seq,
+        truncates.order_key,
+        truncates.commit_ts,
+        cast(null as map<string, string>) as after,  -- noqa: LT01
+        cast(null as array<string>) as after_cols,
+        cast(map() as map<string, string>) as col_types  -- noqa: LT01
+    from keys_first_seen
+    inner join truncates
+        on
+            keys_first_seen.table_id = truncates.table_id
+            and keys_first_seen.first_order_key < truncates.order_key
+),
+
+all_changes as (
+    select
+        table_id,
+        bucket,
+        key_text,
+        key,
+        event_id,
+        op,
+        seq,
+        order_key,
+        commit_ts,
+        after,
+        after_cols,
+        col_types
+    from keyed_changes
+    union all
+    select * from truncate_deletes
+),
+
+-- The same event delivered twice (same event_id) counts once, at its first place.
+numbered_deliveries as (
+    select
+        all_changes.*,
+        row_number() over (
+            partition by table_id, key_text, event_id order by order_key
+        ) as delivery_no
+    from all_changes
+),
+
+deduplicated as (
+    select
+        table_id,
+        bucket,
+        key_text,
+        key,
+        event_id,
+        op,
+        seq,
+        order_key,
+        commit_ts,
+        after,
+        after_cols,
+        col_types,
+        count(*) over (partition by table_id, key_text) as key_versions
+    from numbered_deliveries
+    where delivery_no = 1
+),
+
+final as (
+    select * from deduplicated
+)
+
+select * from final
