@@ -5,7 +5,7 @@ in one run over the same landing file.
 
 The file holds one insert and ``n - 1`` PostgreSQL updates of the same key; every third
 update leaves a column out (TOAST placeholder), so the fold must carry it. One pipeline
-run per path; *merge s* is ``int_row_versions_refolded`` + ``state`` + ``history`` from
+run per path; *merge s* is the time of ``MERGE_NODES`` (the refold and its input, state, history) from
 ``run_results.json``. Both runs must end with the same row, and the row the events say.
 """
 

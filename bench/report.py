@@ -151,7 +151,7 @@ def format_tables(res: dict[str, Any]) -> str:
     )
     parts += [
         "",
-        f"MERGE GROWTH (one batch into a state of S rows, {m['buckets']} buckets; merge = refold + state + history "
+        f"MERGE GROWTH (one batch into a state of S rows, {m['buckets']} buckets; merge = changes to refold + refold + state + history "
         f"+ merge_log, fastest of {m.get('repeat', 1)} batches per path; merge: the models' path, untouched keys "
         f"copied; whole bucket: every change of the touched buckets refolded) {ratios or '-'}  (target <= 2x per 10x)",
         _table(
@@ -186,7 +186,7 @@ def format_tables(res: dict[str, Any]) -> str:
     if rows:
         parts += [
             "",
-            "HOT KEY (one key with N versions, one run per path; merge s = int_row_versions_refolded + state + "
+            "HOT KEY (one key with N versions, one run per path; merge s = int_changes_to_refold + int_row_versions_refolded + state + "
             "history; long: the long-history path, the default past 64 versions; window: the window path)",
             _table(["versions", "long merge s", "window merge s", "window/long", "final row"], rows),
         ]

@@ -102,6 +102,7 @@ def test_run_without_new_files_changes_nothing(clean_run):
         "model.cdc.stg_landing__records",
         "model.cdc.changelog",
         "model.cdc.audit_files",
+        "model.cdc.int_changes_to_refold",
         "model.cdc.state",
         "model.cdc.history",
     ],
