@@ -148,26 +148,16 @@ numbered_deliveries as (
 ),
 
 deduplicated as (
-    select
-        table_id,
-        bucket,
-        key_text,
-        key,
-        event_id,
-        op,
-        seq,
-        order_key,
-        commit_ts,
-        after,
-        after_cols,
-        col_types,
-        count(*) over (partition by table_id, key_text) as key_versions
+    select numbered_deliveries.* except (delivery_no)
     from numbered_deliveries
     where delivery_no = 1
 ),
 
 final as (
-    select * from deduplicated
+    select
+        deduplicated.*,
+        count(*) over (partition by table_id, key_text) as key_versions
+    from deduplicated
 )
 
 select * from final
