@@ -8,7 +8,7 @@ bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/sqlfluff lint models macros tests/dbt
+.venv/bin/python scripts/lint_sql.py
 # Two pytest workers (one file per worker at a time): pipeline tests spend much of
 # their time waiting (JVM, dbt), so two share the 2 cores well. CDC_TEST_WORKERS=0
 # runs them in this process.

@@ -13,10 +13,11 @@
         task_bytes: landing bytes per task (default 64 MiB, cdc.yml `decode_task_bytes`).
         min_tasks: the fewest tasks when there are that many files (default 8).
 
-    Returns: an integer >= 1 (1 while dbt only parses or compiles).
+    Returns: an integer >= 1 (1 while dbt only parses, or compiles before the file list
+    exists: `dbt compile` or sqlfluff's dbt templater on a new warehouse).
 #}
 {% macro cdc_decode_tasks(files_relation, task_bytes=none, min_tasks=8) %}
-    {% if not execute %}
+    {% if not execute or load_relation(files_relation) is none %}
         {% do return(1) %}
     {% endif %}
     {% set task_bytes = task_bytes or cdc_settings()['decode_task_bytes'] %}

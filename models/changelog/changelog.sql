@@ -20,7 +20,7 @@ changes as (
         records.kafka_offset,
         change
     from records
-    lateral view explode(changes) exploded as change
+        lateral view explode(changes) exploded as change
 ),
 
 flattened as (
@@ -79,10 +79,12 @@ present as (
         from {{ this }} as this_table
         left semi join batch_files on this_table.source_file = batch_files.source_file
     {% else %}
+        -- a first run: nothing appended yet
         select
-            cast(null as string) as source_file,
+            batch_files.source_file,
             cast(null as int) as record_index,
             cast(null as int) as row_index
+        from batch_files
         where false
     {% endif %}
 )

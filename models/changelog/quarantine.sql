@@ -37,9 +37,11 @@ present as (
         from {{ this }} as this_table
         left semi join batch_files on this_table.source_file = batch_files.source_file
     {% else %}
+        -- a first run: nothing appended yet
         select
-            cast(null as string) as source_file,
+            batch_files.source_file,
             cast(null as int) as record_index
+        from batch_files
         where false
     {% endif %}
 )

@@ -12,9 +12,10 @@
 
 {#- Keys with more than `long_history_versions` changes take the long-history path;
     it is planned only when there is one (both paths give the same rows: the choice
-    changes the cost, never the result). -#}
+    changes the cost, never the result). Compiled before the refold input exists
+    (`dbt compile` on a new warehouse), both paths are planned. -#}
 {% set has_long_histories = true %}
-{% if execute %}
+{% if execute and load_relation(ref('int_changes_to_refold')) is not none %}
     {% set long_keys_sql %}
         select count(*) from {{ ref('int_changes_to_refold') }}
         where key_versions > {{ long_history_versions }}
@@ -67,100 +68,100 @@ windowed as (
 {% if has_long_histories %}
 -- Long histories, in time linear in their cells. Their versions, once (the shuffle
 -- of the hint is shared by the CTEs below that read them):
-long_history_versions as (
-    select /*+ repartition(table_id, key_text) */
-        changes.*,
-        {{ version_columns }}
-    from changes
-    where key_versions > {{ long_history_versions }}
-    {{ version_windows }}
-),
+    long_history_versions as (
+        select /*+ repartition(table_id, key_text) */
+            changes.*,
+            {{ version_columns }}
+        from changes
+        where key_versions > {{ long_history_versions }}
+        {{ version_windows }}
+    ),
 
--- every column a version provides (present in its image, or named in its columns
--- but absent: removed from the row) ...
-long_history_cells as (
-    select
-        table_id,
-        key_text,
-        reset_group,
-        version_no,
-        provided_column,
-        named_struct(
-            'present', coalesce(map_contains_key(after, provided_column), false),
-            'value', after[provided_column]
-        ) as cell
-    from long_history_versions
-        lateral view explode(array_distinct(after_cols)) provided as provided_column
-),
+    -- every column a version provides (present in its image, or named in its columns
+    -- but absent: removed from the row) ...
+    long_history_cells as (
+        select
+            table_id,
+            key_text,
+            reset_group,
+            version_no,
+            provided_column,
+            named_struct(
+                'present', coalesce(map_contains_key(after, provided_column), false),
+                'value', after[provided_column]
+            ) as cell
+        from long_history_versions
+            lateral view explode(array_distinct(after_cols)) provided as provided_column
+    ),
 
-long_history_columns as (
-    select distinct
-        table_id,
-        key_text,
-        reset_group,
-        provided_column
-    from long_history_cells
-),
+    long_history_columns as (
+        select distinct
+            table_id,
+            key_text,
+            reset_group,
+            provided_column
+        from long_history_cells
+    ),
 
--- ... then, for every version and every column of its reset group, the cell of the
--- latest change at or before it that provided the column ...
-long_history_grid as (
-    select
-        long_history_versions.table_id,
-        long_history_versions.key_text,
-        long_history_versions.version_no,
-        long_history_columns.provided_column,
-        last(long_history_cells.cell, true) over (
-            partition by
-                long_history_versions.table_id,
-                long_history_versions.key_text,
-                long_history_versions.reset_group,
-                long_history_columns.provided_column
-            order by long_history_versions.version_no
-            rows between unbounded preceding and current row
-        ) as cell
-    from long_history_versions
-    inner join long_history_columns
-        on
-            long_history_versions.table_id = long_history_columns.table_id
-            and long_history_versions.key_text = long_history_columns.key_text
-            and long_history_versions.reset_group = long_history_columns.reset_group
-    left join long_history_cells
-        on
-            long_history_versions.table_id = long_history_cells.table_id
-            and long_history_versions.key_text = long_history_cells.key_text
-            and long_history_versions.version_no = long_history_cells.version_no
-            and long_history_columns.provided_column = long_history_cells.provided_column
-),
+    -- ... then, for every version and every column of its reset group, the cell of the
+    -- latest change at or before it that provided the column ...
+    long_history_grid as (
+        select
+            long_history_versions.table_id,
+            long_history_versions.key_text,
+            long_history_versions.version_no,
+            long_history_columns.provided_column,
+            last(long_history_cells.cell, true) over (
+                partition by
+                    long_history_versions.table_id,
+                    long_history_versions.key_text,
+                    long_history_versions.reset_group,
+                    long_history_columns.provided_column
+                order by long_history_versions.version_no
+                rows between unbounded preceding and current row
+            ) as cell
+        from long_history_versions
+        inner join long_history_columns
+            on
+                long_history_versions.table_id = long_history_columns.table_id
+                and long_history_versions.key_text = long_history_columns.key_text
+                and long_history_versions.reset_group = long_history_columns.reset_group
+        left join long_history_cells
+            on
+                long_history_versions.table_id = long_history_cells.table_id
+                and long_history_versions.key_text = long_history_cells.key_text
+                and long_history_versions.version_no = long_history_cells.version_no
+                and long_history_columns.provided_column = long_history_cells.provided_column
+    ),
 
--- ... and the row of a version is its present cells
-long_history_rows as (
-    select
-        table_id,
-        key_text,
-        version_no,
-        map_from_entries(collect_list(
-            case when cell.present then struct(provided_column, cell.value) end
-        )) as row
-    from long_history_grid
-    group by table_id, key_text, version_no
-),
+    -- ... and the row of a version is its present cells
+    long_history_rows as (
+        select
+            table_id,
+            key_text,
+            version_no,
+            map_from_entries(collect_list(
+                case when cell.present then struct(provided_column, cell.value) end
+            )) as row
+        from long_history_grid
+        group by table_id, key_text, version_no
+    ),
 
--- the declared types after a key's last change: its changes' types in order
-long_history_types as (
-    select
-        table_id,
-        key_text,
-        {{ cdc_fold_images("transform(
-            array_sort(
-                collect_list(struct(version_no, col_types)),
-                (l, r) -> case when l.version_no < r.version_no then -1 when l.version_no > r.version_no then 1 else 0 end
-            ),
-            x -> named_struct('resets', false, 'image', x.col_types, 'cols', map_keys(x.col_types))
-        )") }} as col_types
-    from long_history_versions
-    group by table_id, key_text
-),
+    -- the declared types after a key's last change: its changes' types in order
+    long_history_types as (
+        select
+            table_id,
+            key_text,
+            {{ cdc_fold_images("transform(
+                array_sort(
+                    collect_list(struct(version_no, col_types)),
+                    (l, r) -> case when l.version_no < r.version_no then -1 when l.version_no > r.version_no then 1 else 0 end
+                ),
+                x -> named_struct('resets', false, 'image', x.col_types, 'cols', map_keys(x.col_types))
+            )") }} as col_types
+        from long_history_versions
+        group by table_id, key_text
+    ),
 
 {% endif %}
 
@@ -172,21 +173,21 @@ folded as (
             as folded_types
     from windowed
     {% if has_long_histories %}
-    union all
-    select
-        long_history_versions.*,
-        coalesce(long_history_rows.row, cast(map() as map<string, string>)) as folded_row,
-        long_history_types.col_types as folded_types
-    from long_history_versions
-    left join long_history_rows
-        on
-            long_history_versions.table_id = long_history_rows.table_id
-            and long_history_versions.key_text = long_history_rows.key_text
-            and long_history_versions.version_no = long_history_rows.version_no
-    inner join long_history_types
-        on
-            long_history_versions.table_id = long_history_types.table_id
-            and long_history_versions.key_text = long_history_types.key_text
+        union all
+        select
+            long_history_versions.*,
+            coalesce(long_history_rows.row, cast(map() as map<string, string>)) as folded_row,  -- noqa: LT01
+            long_history_types.col_types as folded_types
+        from long_history_versions
+        left join long_history_rows
+            on
+                long_history_versions.table_id = long_history_rows.table_id
+                and long_history_versions.key_text = long_history_rows.key_text
+                and long_history_versions.version_no = long_history_rows.version_no
+        inner join long_history_types
+            on
+                long_history_versions.table_id = long_history_types.table_id
+                and long_history_versions.key_text = long_history_types.key_text
     {% endif %}
 ),
 
@@ -216,87 +217,87 @@ refolded as (
 ),
 
 {% if not refold_whole_buckets %}
--- the buckets and the keys refolded above
-touched as (
-    select distinct
-        table_id,
-        bucket
-    from changes
-),
+    -- the buckets and the keys refolded above
+    touched as (
+        select distinct
+            table_id,
+            bucket
+        from changes
+    ),
 
-touched_keys as (
-    select distinct
-        table_id,
-        key_text
-    from changes
-),
+    touched_keys as (
+        select distinct
+            table_id,
+            key_text
+        from changes
+    ),
 
--- The untouched keys of the touched buckets, as the last merge left them: the current
--- version from the state (it holds the declared types), the earlier ones from the history.
-untouched_current_versions as (
-    select
-        state.table_id,
-        state.key_text,
-        state.key,
-        state.versions as version_no,
-        state.last_event_id as event_id,
-        state.last_op as op,
-        state.is_deleted,
-        state.row,
-        state.col_types,
-        state.last_seq as seq,
-        state.last_order_key as order_key,
-        state.last_seq as valid_from_seq,
-        cast(null as string) as valid_to_seq,
-        state.last_order_key as valid_from,
-        cast(null as string) as valid_to,
-        state.last_commit_ts as valid_from_ts,
-        cast(null as timestamp) as valid_to_ts,
-        true as is_current,
-        state.bucket
-    from {{ cdc_existing_relation('state') }} as state
-    left semi join touched
-        on
-            state.table_id = touched.table_id
-            and state.bucket = touched.bucket
-    left anti join touched_keys
-        on
-            state.table_id = touched_keys.table_id
-            and state.key_text = touched_keys.key_text
-),
+    -- The untouched keys of the touched buckets, as the last merge left them: the current
+    -- version from the state (it holds the declared types), the earlier ones from the history.
+    untouched_current_versions as (
+        select
+            state.table_id,
+            state.key_text,
+            state.key,
+            state.versions as version_no,
+            state.last_event_id as event_id,
+            state.last_op as op,
+            state.is_deleted,
+            state.row,
+            state.col_types,
+            state.last_seq as seq,
+            state.last_order_key as order_key,
+            state.last_seq as valid_from_seq,
+            cast(null as string) as valid_to_seq,
+            state.last_order_key as valid_from,
+            cast(null as string) as valid_to,
+            state.last_commit_ts as valid_from_ts,
+            cast(null as timestamp) as valid_to_ts,
+            true as is_current,
+            state.bucket
+        from {{ cdc_existing_relation('state') }} as state
+        left semi join touched
+            on
+                state.table_id = touched.table_id
+                and state.bucket = touched.bucket
+        left anti join touched_keys
+            on
+                state.table_id = touched_keys.table_id
+                and state.key_text = touched_keys.key_text
+    ),
 
-untouched_earlier_versions as (
-    select
-        history.table_id,
-        history.key_text,
-        history.key,
-        history.version_no,
-        history.event_id,
-        history.op,
-        history.is_deleted,
-        history.row,
-        cast(null as map<string, string>) as col_types,  -- noqa: LT01
-        history.seq,
-        history.valid_from as order_key,
-        history.valid_from_seq,
-        history.valid_to_seq,
-        history.valid_from,
-        history.valid_to,
-        history.valid_from_ts,
-        history.valid_to_ts,
-        history.is_current,
-        history.bucket
-    from {{ cdc_existing_relation('history') }} as history
-    left semi join touched
-        on
-            history.table_id = touched.table_id
-            and history.bucket = touched.bucket
-    left anti join touched_keys
-        on
-            history.table_id = touched_keys.table_id
-            and history.key_text = touched_keys.key_text
-    where not history.is_current
-),
+    untouched_earlier_versions as (
+        select
+            history.table_id,
+            history.key_text,
+            history.key,
+            history.version_no,
+            history.event_id,
+            history.op,
+            history.is_deleted,
+            history.row,
+            cast(null as map<string, string>) as col_types,  -- noqa: LT01
+            history.seq,
+            history.valid_from as order_key,
+            history.valid_from_seq,
+            history.valid_to_seq,
+            history.valid_from,
+            history.valid_to,
+            history.valid_from_ts,
+            history.valid_to_ts,
+            history.is_current,
+            history.bucket
+        from {{ cdc_existing_relation('history') }} as history
+        left semi join touched
+            on
+                history.table_id = touched.table_id
+                and history.bucket = touched.bucket
+        left anti join touched_keys
+            on
+                history.table_id = touched_keys.table_id
+                and history.key_text = touched_keys.key_text
+        where not history.is_current
+    ),
 
 {% endif %}
 final as (

@@ -14,9 +14,11 @@ state as (
 ),
 
 seen as (
-    select table_id, column_name
+    select
+        table_id,
+        column_name
     from state
-    lateral view explode(map_keys(row)) seen_columns as column_name
+        lateral view explode(map_keys(row)) seen_columns as column_name
     group by table_id, column_name
 ),
 
@@ -26,7 +28,7 @@ declared as (
         column_name,
         cdc_widest_type(collect_set(logical_type)) as widened
     from state
-    lateral view explode(col_types) declared_types as column_name, logical_type
+        lateral view explode(col_types) declared_types as column_name, logical_type
     group by table_id, column_name
 ),
 
@@ -57,9 +59,15 @@ known_tables as (
 ),
 
 all_columns as (
-    select table_id, column_name from seen
+    select
+        table_id,
+        column_name
+    from seen
     union
-    select table_id, column_name from configured
+    select
+        table_id,
+        column_name
+    from configured
 ),
 
 final as (
@@ -74,11 +82,13 @@ final as (
     from all_columns
     inner join known_tables on all_columns.table_id = known_tables.table_id
     left join configured
-        on all_columns.table_id = configured.table_id
-        and all_columns.column_name = configured.column_name
+        on
+            all_columns.table_id = configured.table_id
+            and all_columns.column_name = configured.column_name
     left join declared
-        on all_columns.table_id = declared.table_id
-        and all_columns.column_name = declared.column_name
+        on
+            all_columns.table_id = declared.table_id
+            and all_columns.column_name = declared.column_name
 )
 
 select * from final

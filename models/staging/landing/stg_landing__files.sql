@@ -40,6 +40,10 @@ new_files as (
     left anti join processed on listed.source_file = processed.source_file
 ),
 
+unresolved as (
+    {{ cdc_unresolved_quarantine() }}
+),
+
 -- a file that changed since it was processed is never read again, not even to retry
 retry_files as (
     select
@@ -51,7 +55,7 @@ retry_files as (
             listed.source_file = processed.source_file
             and listed.file_size = processed.file_size
             and timestamp_micros(listed.modified_us) = processed.file_modified_at
-    left semi join ({{ cdc_unresolved_quarantine() }}) as unresolved
+    left semi join unresolved
         on listed.source_file = unresolved.source_file
     {% if not settings['retry_quarantine'] %}
         where false
