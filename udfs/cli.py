@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusyError as busy:
         if args.command == "run" and busy.holder.get("role") == "serve":
             return _run_through_server(config, busy.holder, args.retry_quarantine)
+        if args.command in ("sql", "export") and busy.holder.get("role") == "serve":
+            return _query_through_server(args, config, busy.holder)
         hint = ""
         if busy.holder.get("role") == "serve":
             hint = f"; query it there: beeline -u jdbc:hive2://{busy.holder.get('host')}:{busy.holder.get('port')}"
@@ -82,10 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:
     from udfs.pipeline import PipelineError, run_pipeline_thrift
+    from udfs.serve import server_address
 
-    host, port = str(holder.get("host")), int(holder.get("port", 10000))
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
+    host, port = server_address(holder)
     print(f"cdc run: the warehouse is served by `cdc serve` on {host}:{port}; running through it", file=sys.stderr)
     try:
         summary = run_pipeline_thrift(config, host, port, retry_quarantine=retry_quarantine)
@@ -93,6 +94,47 @@ def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: b
         print(f"cdc run failed: {exc}", file=sys.stderr)
         return 1
     print(f"cdc run {summary.run_id}: {summary}")
+    return 0
+
+
+def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[str, Any]) -> int:
+    """``cdc sql`` / ``cdc export`` in the session of the running ``cdc serve``: the same
+    lines as the embedded path (see ``udfs.export``)."""
+    from udfs.export import ThriftQueryError, thrift_error_message, thrift_export_lines, thrift_rows_as_json
+    from udfs.serve import server_address, thrift_connect
+
+    host, port = server_address(holder)
+    print(
+        f"cdc {args.command}: the warehouse is served by `cdc serve` on {host}:{port}; running through it",
+        file=sys.stderr,
+    )
+    try:
+        conn = thrift_connect(host, port, wait_seconds=120)
+    except Exception as exc:  # noqa: BLE001 - refused, timed out, authentication: one clear line
+        print(
+            f"cdc {args.command}: cannot reach the Thrift server on {host}:{port}: {thrift_error_message(exc)}",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        cursor = conn.cursor()
+        if args.command == "export":
+            for line in thrift_export_lines(cursor, config, args.table, args.with_metadata):
+                print(line)
+        else:
+            for n, query in enumerate(args.query, start=1):
+                if len(args.query) > 1:
+                    print(f"-- {n}")
+                for line in thrift_rows_as_json(cursor, query):
+                    print(line)
+    except ThriftQueryError as exc:
+        print(f"cdc {args.command}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001, S110 - the server may be gone already
+            pass
     return 0
 
 

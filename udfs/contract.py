@@ -214,13 +214,34 @@ def _dump_nested(value: Any) -> str:
 #: builds for every call (its scanner keeps no state between calls)
 _EXACT_JSON = _json.JSONDecoder(parse_float=JsonNumber, parse_constant=JsonNumber)
 
+try:  # a speed-up only: without msgspec every document takes the stdlib parser
+    import msgspec as _msgspec
+
+    #: the same values as ``_EXACT_JSON`` from a faster parser: integers of any size
+    #: are ints, a number with a fraction or exponent is its source text (``float_hook``
+    #: gets the literal), strings and containers alike
+    _FAST_JSON: Any = _msgspec.json.Decoder(float_hook=JsonNumber)
+    _FAST_ERRORS: tuple[type[BaseException], ...] = (_msgspec.DecodeError, RecursionError)
+except ImportError:  # pragma: no cover - the project's environment has it
+    _FAST_JSON = None
+    _FAST_ERRORS = ()
+
 
 def _loads_text(text: str) -> Any:
     """``json.loads`` with the exact hooks for a ``str`` that does not start with a BOM.
 
-    One Python frame, as ``json.loads``, so a document nested to the recursion limit
-    fails (or not) exactly as it would there.
+    msgspec parses first; whatever it rejects (malformed JSON, ``NaN``, a lone surrogate
+    escape, an integer past Python's 4,300-digit limit, nesting past the recursion
+    limit, which both parsers count on the same Python recursion counter) goes to the
+    stdlib parser, which gives the value it accepts or the error text the quarantine
+    has always shown. One Python frame, as ``json.loads``, so a document nested to the
+    recursion limit fails (or not) exactly as it would there.
     """
+    if _FAST_JSON is not None:
+        try:
+            return _FAST_JSON.decode(text)
+        except _FAST_ERRORS:
+            pass
     return _EXACT_JSON.decode(text)
 
 

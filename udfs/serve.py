@@ -121,19 +121,36 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
     return 0
 
 
-def thrift_fetch(host: str, port: int, sql: str) -> list[tuple[Any, ...]]:
-    """Rows of one query through a running Thrift server (PyHive)."""
+def server_address(holder: dict[str, Any]) -> tuple[str, int]:
+    """Where to reach the ``cdc serve`` of a lock holder record (a wildcard bind: loopback)."""
+    host, port = str(holder.get("host")), int(holder.get("port", 10000))
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return host, port
+
+
+def thrift_connect(host: str, port: int, wait_seconds: float = 0.0) -> Any:
+    """A PyHive connection to a running Thrift server (``CDC_THRIFT_USER``,
+    ``CDC_THRIFT_PASSWORD``, ``CDC_THRIFT_AUTH``); with ``wait_seconds``, first wait that
+    long for the port to open (a ``cdc serve`` that holds the warehouse but is starting)."""
     import os
 
     from pyhive import hive
 
-    conn = hive.connect(
+    if wait_seconds:
+        _wait_for_port(host, port, wait_seconds)
+    return hive.connect(
         host=host,
         port=port,
         username=os.environ.get("CDC_THRIFT_USER", "cdc"),
         password=os.environ.get("CDC_THRIFT_PASSWORD") or None,
         auth=os.environ.get("CDC_THRIFT_AUTH", "NONE"),
     )
+
+
+def thrift_fetch(host: str, port: int, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one query through a running Thrift server (PyHive)."""
+    conn = thrift_connect(host, port)
     try:
         cursor = conn.cursor()
         cursor.execute(sql)

@@ -108,6 +108,95 @@ def read_records(paths: list[str | None], framings: list[str | None], options: l
     return out
 
 
+def read_records_array(
+    paths: list[str | None], framings: list[str | None], options: list[str | None], records_type: pa.ListType
+) -> pa.Array:
+    """:func:`read_records` built column by column: the same array as
+    ``pa.array(read_records(...), type=records_type)``, without a Python dict per record.
+
+    ``lines`` files whose bytes are all valid UTF-8 (nearly every file) never become
+    Python text at all: the lines are sliced as bytes and handed to Arrow, which checks
+    them again as it casts them to text. Other framings (and a ``lines`` file holding
+    invalid UTF-8) go through :func:`udfs.framing.split_file` as before.
+    """
+    struct_type: pa.StructType = records_type.value_type
+    parts: list[pa.StructArray] = []
+    offsets = [0]
+    valid: list[bool] = []
+    for path, framing, opts in zip(paths, framings, options, strict=True):
+        if path is None or framing is None:
+            offsets.append(offsets[-1])
+            valid.append(False)
+            continue
+        with open(local_path(path), "rb") as fh:
+            part = file_records_struct(fh.read(), framing, opts, struct_type)
+        parts.append(part)
+        offsets.append(offsets[-1] + len(part))
+        valid.append(True)
+    values = pa.concat_arrays(parts) if parts else pa.array([], type=struct_type)
+    mask = pa.array([not v for v in valid], type=pa.bool_())
+    return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values, type=records_type, mask=mask)
+
+
+def file_records_struct(content: bytes, framing: str, opts: str | None, struct_type: pa.StructType) -> pa.StructArray:
+    """The records of one file's ``content`` (one element of ``cdc_read_records``)."""
+    part = _valid_lines_struct(content, struct_type) if framing == "lines" else None
+    if part is None:
+        decoder_options = json.loads(opts) if opts else {}
+        feed_options = decoder_options.get("options") or {}
+        binary = _binary_values(decoder_options.get("format"))
+        records = split_file(content, framing, feed_options, binary)
+        part = _records_struct(records, struct_type)
+    return part
+
+
+def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
+    """The ``lines`` framing of ``content`` as records, or None for a file this fast path
+    leaves to :func:`udfs.framing.split_lines` (one holding invalid UTF-8, whose bad lines
+    are quarantined one by one, or a ``\\r``).
+
+    Same decisions as ``split_lines``: BOM dropped, blank lines (ASCII whitespace only)
+    are not records. The lines are cut out of the file's bytes by Arrow without a Python
+    object per line; the cast to text checks their UTF-8 (a ``\\n`` byte never falls
+    inside a multi-byte sequence, so a file splits into the same lines either way).
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    body = content[3:] if content.startswith(b"\xef\xbb\xbf") else content
+    if b"\r" in body:
+        return None
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    newlines = np.flatnonzero(np.frombuffer(body, dtype=np.uint8) == 10)
+    offsets = np.concatenate((np.zeros(1, dtype=np.int64), newlines + 1))
+    with_newline = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(newlines), [None, pa.py_buffer(offsets), pa.py_buffer(body)]
+    )
+    try:
+        lines = pc.binary_slice(with_newline, 0, -1).cast(pa.large_string())
+        lines = lines.filter(pc.greater(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0))
+        text = lines.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return None
+    n = len(text)
+    columns = []
+    for f in struct_type:
+        if f.name == "record_index":
+            columns.append(pa.array(np.arange(n, dtype=np.int32), type=f.type))
+        elif f.name == "text":
+            columns.append(text)
+        else:
+            columns.append(pa.nulls(n, type=f.type))
+    return pa.StructArray.from_arrays(columns, fields=list(struct_type))
+
+
+def _records_struct(records: list[Any], struct_type: pa.StructType) -> pa.StructArray:
+    """Records (``RawRecord``) as a struct array, one column at a time."""
+    columns = [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in struct_type]
+    return pa.StructArray.from_arrays(columns, fields=list(struct_type))
+
+
 def _binary_values(format_identifier: str | None) -> bool:
     from udfs.formats import FORMATS
 
@@ -212,7 +301,7 @@ def register(spark: Any) -> None:
 
     @arrow_udf(RECORDS_DDL)  # type: ignore[misc]
     def cdc_read_records(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
-        return pa.array(read_records(path.to_pylist(), framing.to_pylist(), options.to_pylist()), type=records_type)
+        return read_records_array(path.to_pylist(), framing.to_pylist(), options.to_pylist(), records_type)
 
     @arrow_udf(DECODE_RESULT_DDL)  # type: ignore[misc]
     def cdc_decode(

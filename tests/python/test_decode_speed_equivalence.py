@@ -12,6 +12,7 @@ import hashlib
 import json
 import random
 
+import pyarrow as pa
 import pytest
 
 from udfs.contract import Change, JsonNumber, QuarantineError, canonical_text, loads_exact
@@ -133,3 +134,144 @@ def test_decode_records_duplicate_column_names_still_quarantined():
     [result] = decode_records(opts, [text])
     assert result["status"] == "quarantined"
     assert result["reason"] == "column 'ID' appears twice (names are case-insensitive)"
+
+
+# ------------------------------------------------- cdc_read_records: lines cut by Arrow
+
+LINE_BYTES = [
+    b"a",
+    b"{}",
+    b" ",
+    b"\t",
+    b"\x0b",
+    b"\x0c",
+    b"\x00",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    "é".encode(),
+    "😀".encode(),
+    "\u2028".encode(),
+    b"\xef\xbb\xbf",  # a BOM, also in the middle of a file
+    b"\xff",  # never valid UTF-8
+    b"\xc0\x80",  # overlong NUL
+    b"\xed\xa0\x80",  # an encoded surrogate: not UTF-8
+    b"\xf4\x90\x80\x80",  # above U+10FFFF
+    b"\xe2\x82",  # a truncated sequence
+]
+
+
+def test_read_records_lines_fast_path_equals_split_lines():
+    """``file_records_struct`` (Arrow cuts the lines) gives exactly the records of
+    ``split_file`` turned into Arrow one dict at a time, for hostile bytes too."""
+    from test_properties import RECORDS_TYPE
+
+    from udfs.framing import split_file
+    from udfs.spark_udfs import _valid_lines_struct, file_records_struct
+
+    struct_type = RECORDS_TYPE.value_type
+    rng = random.Random(11)
+    contents = [b"", b"\n", b"\xef\xbb\xbf", b"\xef\xbb\xbf{}\n{}", b"{}\n\n \n{}", b"{}\r\n{}\r\r\n"]
+    contents += [b"".join(rng.choice(LINE_BYTES) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    fast = 0
+    for content in contents:
+        reference = pa.array([r.__dict__ for r in split_file(content, "lines")], type=struct_type)
+        built = file_records_struct(content, "lines", None, struct_type)
+        assert built.equals(reference), content
+        fast += _valid_lines_struct(content, struct_type) is not None
+    assert fast > 200, "the Arrow path must be taken by many of the contents"
+
+
+# --------------------------------------------------- loads_exact: msgspec, then stdlib
+
+JSON_TOKENS = [
+    "{", "}", "[", "]", ",", ":", " ", "\n", "\t", '"a"', '"é😀"', '"\\u00e9"', '"\\ud83d\\ude00"',
+    '"\\ud800"', '"\\n\\"\\\\"', '"\x01"', "0", "-0", "12", "-7", "1.50", "1e5", "-2.5E-3", "1e400",
+    "18446744073709551616", "-9223372036854775809", "NaN", "Infinity", "true", "false", "null",
+    "01", ".5", "1.", "tru", "\u00a0", "\u2028",
+]  # fmt: skip
+
+
+def _typed(value):
+    """``value`` with every type spelled out (JsonNumber and str compare equal)."""
+    if isinstance(value, dict):
+        return ("dict", [(k, _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [_typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def _valid_doc(rng: random.Random, depth: int = 0) -> str:
+    scalars = ['"a"', '"é😀\\n"', "0", "-0", "12", "1.50", "1e5", "-2.5E-3", "18446744073709551616", "null", "true"]
+    if depth > 3 or rng.random() < 0.3:
+        return rng.choice(scalars)
+    if rng.random() < 0.5:
+        return "[" + ",".join(_valid_doc(rng, depth + 1) for _ in range(rng.randint(0, 3))) + "]"
+    keys = ['"a"', '"b"', '"a"', '"é"']  # duplicate keys: the last value wins, in the first place
+    return "{" + ",".join(f"{rng.choice(keys)}:{_valid_doc(rng, depth + 1)}" for _ in range(rng.randint(0, 3))) + "}"
+
+
+def _outcome(text: str):
+    try:
+        return ("ok", _typed(loads_exact(text)))
+    except QuarantineError as exc:
+        return ("quarantined", str(exc))
+
+
+def test_loads_exact_fast_parser_gives_the_stdlib_values_and_errors(monkeypatch):
+    """Whatever msgspec parses, it parses to the values (and types) of the stdlib
+    parser; whatever it rejects ends in the stdlib's value or quarantine reason: the
+    outcome of ``loads_exact`` with msgspec is the outcome without it, text by text."""
+    from udfs import contract
+
+    fast = contract._FAST_JSON
+    assert fast is not None, "msgspec is a pinned dependency"
+    rng = random.Random(5)
+    texts = [_valid_doc(rng) for _ in range(3000)]
+    texts += ["".join(rng.choice(JSON_TOKENS) for _ in range(rng.randint(1, 12))) for _ in range(5000)]
+    texts += ["1" * 4301, "[" * 2000 + "]" * 2000, '{"a": "\\ud800"}']
+    with_fast = [_outcome(t) for t in texts]
+    monkeypatch.setattr(contract, "_FAST_JSON", None)
+    stdlib_only = [_outcome(t) for t in texts]
+    for text, got, expected in zip(texts, with_fast, stdlib_only, strict=True):
+        assert got == expected, text
+    kinds = [o[0] for o in with_fast]
+    assert kinds.count("ok") > 3000 and kinds.count("quarantined") > 1000, "both outcomes must be exercised"
+    taken = 0
+    for text in texts[:3000]:
+        try:
+            fast.decode(text)
+            taken += 1
+        except Exception:  # noqa: BLE001, S112 - counting the documents msgspec takes
+            continue
+    assert taken > 2900, "the valid documents must take the msgspec path"
+
+
+def test_split_kcat_fast_parser_gives_the_stdlib_records(monkeypatch):
+    """msgspec reads the ``kcat -J`` wrapper into the records ``json.loads`` gives,
+    quarantine reasons included, line by line."""
+    from udfs import framing
+
+    assert framing._FAST_JSON is not None, "msgspec is a pinned dependency"
+    rng = random.Random(13)
+    values = [
+        '"t"', '"\\ud800"', '"é\\n"', "null", "0", "-1", "2147483648", "9223372036854775808", "1.5", "NaN",
+        "1e400", "true", "{}", "[]", '{"a":1}', '"{\\"op\\":\\"c\\"}"', "1" * 4301,
+    ]  # fmt: skip
+    fields = ["topic", "partition", "offset", "ts", "key", "payload", "payload", "extra"]
+    lines = []
+    for _ in range(4000):
+        parts = [f'"{rng.choice(fields)}":{rng.choice(values)}' for _ in range(rng.randint(0, 6))]
+        if rng.random() < 0.6:  # a well-formed message, perhaps with odd fields before it
+            parts += ['"topic":"t"', '"partition":0', f'"offset":{rng.randint(0, 2**63 - 1)}', '"payload":"{}"']
+        line = "{" + ",".join(parts) + "}"
+        if rng.random() < 0.1:  # broken JSON too
+            line = line[: rng.randint(0, len(line))]
+        lines.append(line)
+    content = "\n".join(lines).encode()
+    with_fast = framing.split_file(content, "kcat")
+    monkeypatch.setattr(framing, "_FAST_JSON", None)
+    stdlib_only = framing.split_file(content, "kcat")
+    assert with_fast == stdlib_only
+    errors = sum(r.error is not None for r in with_fast)
+    assert 200 < errors < len(with_fast) - 200, "good and bad lines must both be exercised"

@@ -9,7 +9,9 @@ out here, derived from the spec text.
 
 Two pipeline runs (module fixtures):
 
-* ``cdl_lindorm``: a CDL feed with 1.0 and 2.0 messages and three heartbeats, and a
+* ``cdl_lindorm``: a CDL feed with 1.0 and 2.0 messages and three heartbeats (its
+  table configured), a second CDL feed mixing 1.0 and 2.0 messages of a table that
+  ``cdc.yml`` does not name (``sales.orders``: one table whatever the version), and a
   Lindorm SQL feed (table ``customers``).
 * ``hbase``: a Lindorm HBase feed. The HBase sample names the same table
   (``ld-xxxx``/``default``/``customers``) as the SQL samples, so it needs its own
@@ -158,12 +160,19 @@ CDL_FILE = [
 V1_TYPES = {"count1": "bigint", "id": "int", "time1": "timestamp", "decimalnum": "string"}
 # 2.0 declares time1 as a string named com.xxx.cdc.data.timestamp (the spec's sample)
 V2_TYPES = {**V1_TYPES, "time1": "string"}
-V1_EXTRAS = {"message_version": "1.0", "message_type": "0", "lob_columns": None, "data_store": "POSTGRESQL"}
-V2_EXTRAS = {"message_version": "2.0", "message_type": "0", "lob_columns": None, "data_store": "postgresql"}
+V1_EXTRAS = {
+    "message_version": "1.0",
+    "message_type": "0",
+    "lob_columns": None,
+    "data_store": "POSTGRESQL",
+    "database": None,
+}
+# 2.0's source.db is kept here, not as source_db: 1.0 names no database
+V2_EXTRAS = {**V1_EXTRAS, "message_version": "2.0", "data_store": "postgresql", "database": "cdl"}
 CDL_COLS = ["count1", "id", "time1", "decimalnum"]
 CDL_BASE = {"row_index": 0, "source_table": "ct_pg2hudi", "table_id": "public.ct_pg2hudi", "source_schema": "public"}
 CDL_V1_BASE = {**CDL_BASE, "source_db": None, "col_types": V1_TYPES, "extras": V1_EXTRAS, "capture_us": None}
-CDL_V2_BASE = {**CDL_BASE, "source_db": "cdl", "col_types": V2_TYPES, "extras": V2_EXTRAS}
+CDL_V2_BASE = {**CDL_BASE, "source_db": None, "col_types": V2_TYPES, "extras": V2_EXTRAS}
 
 
 def image(n: int, count1: str, time1: str | None = None, decimal: str | None = None) -> dict:
@@ -297,6 +306,33 @@ CDL_CHANGELOG = [
     },
 ]
 
+
+def on_table(message: str, db: str, schema: str, table: str) -> str:
+    """A CDL message renamed to another table (1.0: SEG_OWNER/TABLE_NAME; 2.0: source)."""
+    doc = json.loads(message)
+    payload = doc["payload"]
+    if payload["message_version"] == "1.0":
+        payload.update(SEG_OWNER=schema, TABLE_NAME=table)
+    else:
+        payload["source"].update(db=db, schema=schema, table=table)
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def orders(*args, **kwargs) -> str:
+    return on_table(*args, **kwargs, db="shop", schema="sales", table="orders")
+
+
+#: the mixed feed: table sales.orders (2.0 source.db "shop"), not in cdc.yml; each key is
+#: changed by both versions, so the state is right only if both versions meet in one table
+CDL_MIXED_FILE = [
+    orders(cdl_v1("INSERT", 1000, 1, 1707050000000, cdl_row(1, 10), None)),  # 0
+    orders(cdl_v2("u", 2000, 2, 1707050001000, cdl_row(1, 11), None)),  # 1: 2.0 updates a 1.0 row
+    orders(cdl_v1("INSERT", 1500, 3, 1707050000500, cdl_row(2, 20), None)),  # 2
+    orders(cdl_v2("d", 2500, 4, 1707050002000, None, cdl_row(2, 20))),  # 3: 2.0 deletes a 1.0 row
+    orders(cdl_v2("c", 3000, 5, 1707050003000, cdl_row(3, 30), None)),  # 4
+    orders(cdl_v1("UPDATE", 3500, 6, 1707050004000, cdl_row(3, 31, None, "0.50"), cdl_row(3, 30))),  # 5
+]
+
 # ===================================================================== Lindorm messages
 
 
@@ -414,19 +450,21 @@ def cdl_lindorm(spark, tmp_path_factory):
     root: Path = tmp_path_factory.mktemp("cdl_lindorm")
     feeds = [
         {"name": "cdl", "format": "cdl_json", "path": "landing/cdl"},
+        {"name": "cdl_mixed", "format": "cdl_json", "path": "landing/cdl_mixed"},
         {"name": "lindorm_sql", "format": "lindorm_json", "path": "landing/lindorm_sql", "framing": "documents"},
     ]
     tables = {
-        # CDL carries its key (`unique`). Named here so that 1.0 (no database name:
-        # DATA_STORE is the connector type) and 2.0 (source.db "cdl") messages of the
-        # table meet in one table_id; unconfigured, they would be "public.ct_pg2hudi"
-        # and "cdl.public.ct_pg2hudi"
+        # CDL carries its key (`unique`). A configured CDL table is named schema.table
+        # (or table): 1.0 names no database (DATA_STORE is the connector type), and 2.0's
+        # source.db is not part of the name either. The feed cdl_mixed's table
+        # (sales.orders) is not configured.
         "public.ct_pg2hudi": {},
         # Lindorm does not carry the key: it comes from here
         "customers": {"key": ["id"]},
     }
     config = write_config(root, "pcl", feeds, tables)
     (root / "landing/cdl/part-0.jsonl").write_text("\n".join(CDL_FILE) + "\n", encoding="utf-8")
+    (root / "landing/cdl_mixed/part-0.jsonl").write_text("\n".join(CDL_MIXED_FILE) + "\n", encoding="utf-8")
     (root / "landing/lindorm_sql/part-0.json").write_text("\n".join(LINDORM_SQL_FILE) + "\n", encoding="utf-8")
     summary = run_pipeline(config, spark=spark)
     return config, summary
@@ -435,13 +473,13 @@ def cdl_lindorm(spark, tmp_path_factory):
 def test_summary_counts_heartbeats_as_skipped(spark, cdl_lindorm) -> None:
     config, summary = cdl_lindorm
     assert (summary.files, summary.records, summary.changes, summary.quarantined, summary.skipped) == (
-        2,
-        len(CDL_FILE) + len(LINDORM_SQL_FILE),
-        len(CDL_CHANGELOG) + len(LINDORM_SQL_CHANGELOG),
+        3,
+        len(CDL_FILE) + len(CDL_MIXED_FILE) + len(LINDORM_SQL_FILE),
+        len(CDL_CHANGELOG) + len(CDL_MIXED_FILE) + len(LINDORM_SQL_CHANGELOG),
         0,
         3,
     )
-    assert summary.tables == ["customers", "public.ct_pg2hudi"]
+    assert summary.tables == ["customers", "public.ct_pg2hudi", "sales.orders"]
     schema = yaml.safe_load(config.read_text())["schema"]
     audit = {
         r.feed: r.asDict()
@@ -485,6 +523,41 @@ def test_cdl_state(spark, cdl_lindorm) -> None:
         "id": "int",
         "time1": "string",
     }
+
+
+def test_cdl_unconfigured_table_is_one_table_in_both_versions(spark, cdl_lindorm) -> None:
+    """1.0 and 2.0 messages of a table cdc.yml does not name: one table_id
+    (schema.table), one table in the state, and each key's changes of both versions
+    folded together (2.0 used to add source.db: "shop.sales.orders" beside "sales.orders")."""
+    config, _ = cdl_lindorm
+    rows = changelog(spark, config, "cdl_mixed")
+    assert [(r["record_index"], r["extras"]["message_version"]) for r in rows] == [
+        (0, "1.0"),
+        (2, "1.0"),
+        (1, "2.0"),
+        (3, "2.0"),
+        (4, "2.0"),
+        (5, "1.0"),
+    ]
+    assert {(r["source_db"], r["source_schema"], r["source_table"], r["table_id"]) for r in rows} == {
+        (None, "sales", "orders", "sales.orders")
+    }
+    assert {r["extras"]["database"] for r in rows if r["extras"]["message_version"] == "2.0"} == {"shop"}
+    schema = yaml.safe_load(config.read_text())["schema"]
+    state = spark.sql(
+        f"select table_id, key_text, is_deleted, row from {schema}.state "
+        "where table_id like '%orders%' order by table_id, key_text"
+    ).collect()
+    assert [(r.table_id, r.key_text, r.is_deleted) for r in state if not r.is_deleted] == [
+        ("sales.orders", '{"id":"1"}', False),
+        ("sales.orders", '{"id":"3"}', False),
+    ]
+    assert {r.table_id for r in state} == {"sales.orders"}
+    assert export_rows(spark, config, "sales.orders") == [
+        {"count1": 11, "decimalnum": None, "id": 1, "time1": None},  # 1.0 insert, 2.0 update
+        # id 2: 1.0 insert, 2.0 delete: gone
+        {"count1": 31, "decimalnum": "0.50", "id": 3, "time1": None},  # 2.0 insert, 1.0 update
+    ]
 
 
 def test_lindorm_sql_changelog_rows(spark, cdl_lindorm) -> None:

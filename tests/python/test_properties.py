@@ -57,7 +57,7 @@ from hypothesis import strategies as st
 
 from udfs.decode import DECODE_RESULT_DDL, decode_records
 from udfs.framing import RawRecord, split_file
-from udfs.spark_udfs import RECORDS_DDL
+from udfs.spark_udfs import RECORDS_DDL, file_records_struct
 
 # ----------------------------------------------------------------------------- Arrow
 
@@ -464,7 +464,10 @@ def decode_file(content: bytes, framing: str, opts: str) -> tuple[list[RawRecord
     """Frame and decode one file as the pipeline does (``stg_landing__records``): the
     Arrow conversions of both UDFs included, a framing error overriding the decoder."""
     records = split_file(content, framing, json.loads(opts).get("options"))
-    pa.array([[r.__dict__ for r in records]], type=RECORDS_TYPE)  # cdc_read_records
+    reference = pa.array([[r.__dict__ for r in records]], type=RECORDS_TYPE)
+    # cdc_read_records builds the same records column by column (and `lines` in Arrow)
+    built = file_records_struct(content, framing, opts, RECORDS_TYPE.value_type)
+    assert built.equals(reference.values), "cdc_read_records differs from split_file"
     results = decode_records(opts, [r.text for r in records], [r.kafka_key for r in records])
     pa.array(results, type=DECODE_TYPE)  # cdc_decode
     assert len(results) == len(records), "every record gets exactly one result"

@@ -1,6 +1,6 @@
 """SQL analysts: ``cdc serve`` (Spark Thrift server in the session), ``dbt run --target
-thrift`` from another process, PyHive and beeline clients, ``cdc run`` through a
-running server, the safe defaults, and ``cdc run`` on a Spark standalone cluster whose
+thrift`` from another process, PyHive and beeline clients, ``cdc run``, ``cdc sql`` and
+``cdc export`` through a running server, the safe defaults, and ``cdc run`` on a Spark standalone cluster whose
 executors do not have the project installed.
 
 Every process here is real: the server, dbt, beeline (shipped with pyspark), the
@@ -38,6 +38,33 @@ NEW_EVENT = (
     '"source":{"connector":"postgresql","db":"shop","schema":"public","table":"customers","lsn":5000,'
     '"ts_ms":1700000000200},"op":"c","ts_ms":1700000000201}\n'
 )
+
+
+#: one column of every type `cdc sql` renders: a bigint above 2^53, a 38-digit decimal,
+#: a decimal zero (Spark's cast writes "0E-10"), float32, double, NaN, unicode with a
+#: newline and quotes, microsecond timestamps, a date, binary, map, array, struct, null
+TYPES_SQL = (
+    "select cast(9007199254740993 as bigint) as big,"
+    " cast('-12345678901234567890123456.000000000001' as decimal(38,12)) as dec,"
+    " cast(0 as decimal(38,10)) as zero, cast(3.14 as float) as f, cast(1e10 as double) as d,"
+    " double('NaN') as nan, 'Zoë 🚀\n\"q\"' as s, timestamp'2023-11-14 22:13:20.000007' as ts,"
+    " timestamp_ntz'2023-11-14 22:13:20' as ntz, date'2024-02-29' as dt, cast('hi' as binary) as b,"
+    " map('k', 'v') as m, array(1, 2) as a, named_struct('x', 1, 'y', null) as st, null as n, true as t,"
+    " cast(7 as tinyint) as ti"
+)
+#: what the embedded `cdc sql TYPES_SQL` prints (test_sigterm_... checks it still does)
+TYPES_LINE = (
+    '{"big": 9007199254740993, "dec": "-12345678901234567890123456.000000000001", "zero": "0.0000000000",'
+    ' "f": 3.14, "d": 1.0E10, "nan": "NaN", "s": "Zoë 🚀\\n\\"q\\"", "ts": "2023-11-14T22:13:20.000007Z",'
+    ' "ntz": "2023-11-14T22:13:20.000000Z", "dt": "2024-02-29", "b": "aGk=", "m": "{\\"k\\":\\"v\\"}",'
+    ' "a": "[1,2]", "st": "{\\"x\\":1}", "n": null, "t": true, "ti": 7}'
+)
+#: `cdc export customers` of the example, as the embedded path prints it
+EXPORT_LINES = [
+    '{"id": 1, "balance": "1.00", "updated_at": "2023-11-14T22:13:20.123456Z", "name": "Ada King"}',
+    '{"id": 3, "balance": "9999999999.99", "updated_at": "2023-11-14T22:13:20.000003Z", "name": "Zoë 🚀\\nnewline"}',
+    '{"id": 4, "balance": "0.00", "updated_at": "2023-11-14T22:13:20.999999Z", "name": "Katherine Johnson"}',
+]
 
 
 def free_port() -> int:
@@ -205,13 +232,99 @@ def test_cdc_run_goes_through_the_running_server(server):
     assert "7" in ids
 
 
+def _served_marts(work: Path, port: int) -> list[str]:
+    """The export lines expected of the served warehouse (running ``cdc run`` through the
+    server first when no earlier test did): the example's, and any row an earlier test
+    added, built from the exact text PyHive reads with MART_SQL."""
+    if not any(r["tableName"] == "customers" for r in pyhive_rows_any(port, "show tables in marts")):
+        p = cdc(["run"], work)
+        assert p.returncode == 0, p.stderr[-3000:]
+    lines = list(EXPORT_LINES)
+    for r in pyhive_rows(port):
+        if r["id"] not in ("1", "3", "4"):
+            ts = r["updated_at"] and r["updated_at"] + "Z"
+            row = {"id": int(r["id"]), "balance": r["balance"], "updated_at": ts, "name": r["name"]}
+            lines.append(json.dumps(row, ensure_ascii=False))
+    return lines
+
+
+def test_cdc_sql_and_export_go_through_the_running_server(server):
+    work, port, _ = server
+    expected = _served_marts(work, port)
+
+    p = cdc(["sql", TYPES_SQL, "show tables in marts", "select id, balance from marts.customers order by id"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"cdc sql: the warehouse is served by `cdc serve` on 127.0.0.1:{port}; running through it" in p.stderr
+    # (dbt's runs through the server leave `*__dbt_tmp` temporary views in its session)
+    assert [line for line in p.stdout.splitlines() if '"isTemporary": true' not in line] == [
+        "-- 1",
+        TYPES_LINE,
+        "-- 2",
+        '{"namespace": "marts", "tableName": "customers", "isTemporary": false}',
+        "-- 3",
+        *(line.split(', "updated_at"')[0] + "}" for line in expected),
+    ], p.stdout
+    assert json.loads(TYPES_LINE)["big"] == 2**53 + 1 and json.loads(TYPES_LINE)["s"] == 'Zoë 🚀\n"q"'
+    # statements that are not queries run as they are, once
+    p = cdc(
+        [
+            "sql",
+            "create table default.cdc_sql_probe (x bigint, s string) using parquet",
+            "insert into default.cdc_sql_probe values (9223372036854775807, 'ß\tü'), (1, null)",
+            "select * from default.cdc_sql_probe order by x",
+            "drop table default.cdc_sql_probe",
+        ],
+        work,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines() == [
+        "-- 1",
+        "-- 2",
+        "-- 3",
+        '{"x": 1, "s": null}',
+        '{"x": 9223372036854775807, "s": "ß\\tü"}',
+        "-- 4",
+    ], p.stdout
+
+    p = cdc(["export", "customers"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "cdc export: the warehouse is served by `cdc serve`" in p.stderr and "running through it" in p.stderr
+    assert p.stdout.splitlines() == expected, p.stdout
+    assert json.loads(p.stdout.splitlines()[1])["name"] == "Zoë 🚀\nnewline"
+
+    p = cdc(["export", "customers", "--with-metadata"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["id"] for r in rows] == [json.loads(line)["id"] for line in expected]
+    assert rows[0]["_cdc_key"] == '{"id":"1"}' and rows[0]["_cdc_op"] == "update"
+    assert rows[0]["_cdc_commit_ts"] == "2023-11-14T22:13:20.100000Z" and rows[0]["balance"] == "1.00"
+
+
+def test_through_the_server_failures_are_one_clear_line(server):
+    work, port, _ = server
+    for args, message in (
+        (["sql", "select * from no_such_table"], "cdc sql: [TABLE_OR_VIEW_NOT_FOUND] The table or view"),
+        (["export", "no_such_table"], "cdc export: [TABLE_OR_VIEW_NOT_FOUND] The table or view"),
+        (["sql", "use marts"], "cdc sql: USE, SET and RESET would change the session that `cdc serve` shares"),
+        (["sql", "set spark.sql.ansi.enabled=false"], "cdc sql: USE, SET and RESET would change"),
+    ):
+        p = cdc(args, work, timeout=120)
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        assert "running through it" in p.stderr
+        assert message in p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr and "org.apache" not in p.stderr, p.stderr
+    # the refused USE did not change the server's session, nor did a failure leave a view behind
+    assert pyhive_rows_any(port, "select current_database() as db") == [{"db": "default"}]
+    assert not [r for r in pyhive_rows_any(port, "show tables") if r["tableName"].startswith("_cdc_rows_")]
+
+
 def test_locked_warehouse_gives_a_clear_message(server):
     work, port, _ = server
-    for args in (["sql", "select 1"], ["export", "customers"], ["serve", "--port", str(free_port())]):
-        p = cdc(args, work, timeout=120)
-        assert p.returncode == 3, (args, p.stderr)
-        assert "is in use by `cdc serve`" in p.stderr and f"127.0.0.1:{port}" in p.stderr, p.stderr
-        assert "Derby" not in p.stderr and "Traceback" not in p.stderr
+    # `cdc sql` and `cdc export` run through the server (above); a second server cannot
+    p = cdc(["serve", "--port", str(free_port())], work, timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert "is in use by `cdc serve`" in p.stderr and f"127.0.0.1:{port}" in p.stderr, p.stderr
+    assert "Derby" not in p.stderr and "Traceback" not in p.stderr
 
 
 def test_sigterm_stops_the_server_and_frees_the_warehouse(server):
@@ -221,8 +334,11 @@ def test_sigterm_stops_the_server_and_frees_the_warehouse(server):
     assert "cdc serve: stopping" in (work / "serve.log").read_text()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    p = cdc(["sql", "select count(*) as n from marts.customers"], work)
+    p = cdc(["sql", "select count(*) as n from marts.customers", TYPES_SQL], work)
     assert p.returncode == 0 and '{"n": 4}' in p.stdout, p.stderr[-2000:]
+    assert "running through it" not in p.stderr
+    # the embedded path prints the very line the server path printed
+    assert p.stdout.splitlines()[-1] == TYPES_LINE
 
 
 def test_refuses_a_non_loopback_address_without_authentication(tmp_path):

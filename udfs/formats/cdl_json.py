@@ -26,8 +26,21 @@ Decisions
   ``heartbeat``; rows of CDL's heartbeat table ``cdc_cdl.cdc_heartbeat`` (MRS
   "Configuring the Source Data Heartbeat Table"; more via option ``heartbeat_tables``);
   and messages with neither an operation nor a row image.
-* ``DATA_STORE`` is a connector type, not a database name: it goes to
-  ``extras["data_store"]`` and ``source_db`` stays ``None`` for 1.0.
+* Table naming, the same for both versions: ``source_schema`` = ``SEG_OWNER`` /
+  ``source.schema``, ``source_table`` = ``TABLE_NAME`` / ``source.table`` (spelled as the
+  message spells them), and ``source_db`` = ``None`` (or the feed option ``database``),
+  so one source table has one ``table_id`` (``schema.table``, lower case) whatever the
+  ``message_version`` of its messages. The spec's Table 1 maps ``SEG_OWNER`` to
+  ``source.schema`` and ``TABLE_NAME`` to ``source.table``, and 1.0 has no database
+  field: ``DATA_STORE`` (its counterpart is ``source.connector``) is a connector type,
+  not a database name, and goes to ``extras["data_store"]``. 2.0's ``source.db`` is
+  therefore kept in ``extras["database"]`` and not emitted as ``source_db``: emitted,
+  it made the 2.0 messages of a table ``db.schema.table`` and the 1.0 messages of the
+  same table ``schema.table``, two tables (an unconfigured table was split in two; a
+  table configured as ``db.schema.table`` or ``db.table`` matched the 2.0 messages
+  only). A ``cdc.yml`` table is named ``schema.table`` or ``table`` for CDL; to have
+  database-qualified names, set the feed option ``database`` (one CDL task reads one
+  database): it becomes ``source_db`` of every message of the feed, 1.0 and 2.0 alike.
 * ``__debezium_unavailable_value`` (PostgreSQL TOAST) columns are left out of the image
   and of ``after_cols``/``before_cols`` so they keep their previous value.
 * Values are decoded with their Connect schema when the message has one
@@ -130,12 +143,15 @@ class CdlJsonDecoder(Decoder):
         :data:`DEFAULT_HEARTBEAT_TABLES`).
     lsn_format:
         ``auto`` (default) or ``hex``, see :func:`parse_position`.
+    database:
+        The source database of the feed, emitted as ``source_db`` of every message
+        (1.0 and 2.0). Default none: tables are ``schema.table`` (see the module notes).
     """
 
     identifier: ClassVar[str] = "cdl_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "documents")
-    option_names: ClassVar[tuple[str, ...]] = ("heartbeat_tables", "lsn_format")
+    option_names: ClassVar[tuple[str, ...]] = ("heartbeat_tables", "lsn_format", "database")
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -146,6 +162,11 @@ class CdlJsonDecoder(Decoder):
         self._lsn_format = str(self.options.get("lsn_format", "auto")).lower()
         if self._lsn_format not in ("auto", "hex"):
             raise ValueError(f"cdl_json: lsn_format must be auto or hex, not {self._lsn_format!r}")
+        database = self.options.get("database")
+        if database is not None and (not isinstance(database, str) or not database.strip()):
+            raise ValueError(f"cdl_json: database must be a database name, not {database!r}")
+        #: ``source_db`` of every message (2.0's ``source.db`` goes to extras)
+        self._database: str | None = database
 
     @classmethod
     def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
@@ -222,12 +243,14 @@ class CdlJsonDecoder(Decoder):
         return (seq_of(lsn_n) if tx_n is None else seq_of(lsn_n, tx_n)), _text(tx)
 
     @staticmethod
-    def _extras(payload: dict[str, Any], version: str, data_store: Any) -> dict[str, str | None]:
+    def _extras(payload: dict[str, Any], version: str, data_store: Any, database: Any) -> dict[str, str | None]:
         return {
             "message_version": version,
             "message_type": _text(payload.get("message_type")),
             "lob_columns": _text(payload.get("LOB_COLUMNS")),
             "data_store": _text(data_store),
+            # 2.0's source.db (1.0 names no database): not source_db, see the module notes
+            "database": _text(database),
         }
 
     # ------------------------------------------------------------------ versions
@@ -248,11 +271,12 @@ class CdlJsonDecoder(Decoder):
         return Change(
             op=op,
             source_table=str(table),
+            source_db=self._database,
             source_schema=_text(schema),
             seq=seq,
             tx_id=tx_id,
             commit_ts_us=_ms_to_us(payload.get("TIMESTAMP"), "TIMESTAMP"),
-            extras=self._extras(payload, "1.0", payload.get("DATA_STORE")),
+            extras=self._extras(payload, "1.0", payload.get("DATA_STORE"), None),
             **images,
         )
 
@@ -276,13 +300,14 @@ class CdlJsonDecoder(Decoder):
         return Change(
             op=op,
             source_table=str(table),
-            source_db=_text(source.get("db")),
+            # named as 1.0 names the table (no database): one table_id for both versions
+            source_db=self._database,
             source_schema=_text(source.get("schema")),
             seq=seq,
             tx_id=tx_id,
             commit_ts_us=_ms_to_us(source.get("ts_ms"), "source.ts_ms"),
             capture_ts_us=_ms_to_us(payload.get("ts_ms"), "ts_ms"),
-            extras=self._extras(payload, "2.0", source.get("connector")),
+            extras=self._extras(payload, "2.0", source.get("connector"), source.get("db")),
             **images,
         )
 

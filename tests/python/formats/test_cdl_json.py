@@ -14,6 +14,7 @@ import pytest
 from spec_samples import CDL_V1_INSERT, CDL_V2_INSERT
 
 from udfs.contract import Change, QuarantineError, Record, SkipRecord, seq_of
+from udfs.decode import normalize
 from udfs.formats.cdl_json import CdlJsonDecoder, parse_position
 
 V1_TYPES = {"count1": "bigint", "id": "int", "time1": "timestamp", "decimalNum": "string"}
@@ -72,6 +73,7 @@ def test_spec_v1_insert() -> None:
                 "message_type": "0",
                 "lob_columns": None,
                 "data_store": "POSTGRESQL",
+                "database": None,
             },
         )
     ]
@@ -82,7 +84,8 @@ def test_spec_v2_insert() -> None:
         Change(
             op="insert",
             source_table="ct_pg2hudi",
-            source_db="cdl",
+            # source.db is not the table's name: 1.0 names no database (see below)
+            source_db=None,
             source_schema="public",
             key={"id": "35"},
             before=None,
@@ -97,6 +100,7 @@ def test_spec_v2_insert() -> None:
                 "message_type": "0",
                 "lob_columns": None,
                 "data_store": "postgresql",
+                "database": "cdl",
             },
         )
     ]
@@ -107,6 +111,70 @@ def test_both_versions_in_one_decoder_and_seq_order() -> None:
     first = decoder.decode(Record(text=CDL_V1_INSERT))[0]
     second = decoder.decode(Record(text=CDL_V2_INSERT))[0]
     assert first.seq < second.seq
+
+
+def same_table_pair(db: str, schema: str, table: str) -> tuple[str, str]:
+    """The spec's 1.0 and 2.0 samples, adapted to name one table (``schema.table``; the
+    2.0 message also names its database, which 1.0 cannot)."""
+    v1 = variant(CDL_V1_INSERT, SEG_OWNER=schema, TABLE_NAME=table)
+    v2 = json.loads(CDL_V2_INSERT)
+    v2["payload"]["source"].update(db=db, schema=schema, table=table)
+    return json.dumps(v1), json.dumps(v2)
+
+
+@pytest.mark.parametrize(
+    ("samples", "name"),
+    [
+        ((CDL_V1_INSERT, CDL_V2_INSERT), ("public", "ct_pg2hudi")),  # the spec's two samples
+        (same_table_pair("shop", "sales", "Orders"), ("sales", "Orders")),
+    ],
+)
+def test_both_versions_name_a_table_alike(samples: tuple[str, str], name: tuple[str, str]) -> None:
+    """1.0 (SEG_OWNER, TABLE_NAME) and 2.0 (source.db, source.schema, source.table) of one
+    table: one (source_db, source_schema, source_table), hence one table_id. 2.0 used to
+    emit source.db as source_db, so an unconfigured table had two ids."""
+    decoder = CdlJsonDecoder()
+    v1, v2 = (decoder.decode(Record(text=text))[0] for text in samples)
+    assert [(c.extras["message_version"], c.source_db, c.source_schema, c.source_table) for c in (v1, v2)] == [
+        ("1.0", None, *name),
+        ("2.0", None, *name),
+    ]
+    assert v2.extras["database"] == json.loads(samples[1])["payload"]["source"]["db"]
+    assert v1.extras["database"] is None
+    table_id = ".".join(name).lower()
+    assert [normalize(c, {})[0]["table_id"] for c in (v1, v2)] == [table_id, table_id]
+
+
+@pytest.mark.parametrize(
+    ("configured", "options", "table_id"),
+    [
+        # schema.table or table: matches both versions (with or without the option)
+        ("sales.orders", {}, "sales.orders"),
+        ("orders", {}, "orders"),
+        ("sales.orders", {"database": "shop"}, "sales.orders"),
+        # database-qualified names need the feed's database: option `database`
+        ("shop.sales.orders", {"database": "shop"}, "shop.sales.orders"),
+        ("shop.orders", {"database": "Shop"}, "shop.orders"),
+        # without it, no version names the database: the table is schema.table
+        ("shop.sales.orders", {}, "sales.orders"),
+    ],
+)
+def test_configured_tables_match_both_versions(configured: str, options: dict, table_id: str) -> None:
+    decoder = CdlJsonDecoder(options)
+    tables = {configured: {"key": [], "columns": {}}}
+    changes = [decoder.decode(Record(text=text))[0] for text in same_table_pair("shop", "sales", "Orders")]
+    assert [normalize(c, tables)[0]["table_id"] for c in changes] == [table_id, table_id]
+
+
+def test_database_option_names_both_versions() -> None:
+    decoder = CdlJsonDecoder({"database": "Shop"})
+    v1, v2 = (decoder.decode(Record(text=text))[0] for text in same_table_pair("shop", "sales", "Orders"))
+    assert (v1.source_db, v1.source_schema, v1.source_table) == ("Shop", "sales", "Orders")
+    assert (v2.source_db, v2.source_schema, v2.source_table) == ("Shop", "sales", "Orders")
+    assert (v1.extras["database"], v2.extras["database"]) == (None, "shop")  # the event's own name
+    for bad in ("", "  ", 7):
+        with pytest.raises(ValueError, match="database"):
+            CdlJsonDecoder({"database": bad})
 
 
 def test_v1_update_with_logical_time_and_toast() -> None:
@@ -165,7 +233,8 @@ def test_payload_only_messages() -> None:
     del v2["message_version"]  # told apart by its `op` field
     (change,) = decode(json.dumps(v2))
     assert change.op == "insert"
-    assert change.source_db == "cdl"
+    assert (change.source_db, change.source_schema, change.source_table) == (None, "public", "ct_pg2hudi")
+    assert change.extras["database"] == "cdl"
 
 
 def test_v2_with_connect_decimal_and_timestamps() -> None:
