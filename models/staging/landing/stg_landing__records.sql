@@ -38,8 +38,12 @@ all_records as (
         rec.kafka_offset,
         rec.kafka_timestamp_ms,
         rec.header
+    -- `outer`, then the null filter: for a plain explode Spark infers a filter on the
+    -- array's size and pushes it below the repartition, which calls cdc_read_records a
+    -- second time, there, in a single task holding every file of the run
     from read_files
-        lateral view explode(records) exploded as rec
+        lateral view outer explode(records) exploded as rec
+    where exploded.rec is not null
 ),
 
 -- a retried file yields only its unresolved quarantined records
