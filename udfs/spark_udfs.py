@@ -93,19 +93,23 @@ def local_path(path: str) -> str:
 
 
 def read_records(paths: list[str | None], framings: list[str | None], options: list[str | None]) -> list[Any]:
-    """Pure batch function behind ``cdc_read_records``."""
+    """The records of each file as Python dicts: the plain formulation of
+    :func:`read_records_array` (what ``cdc_read_records`` runs), kept as its reference."""
     out: list[Any] = []
     for path, framing, opts in zip(paths, framings, options, strict=True):
         if path is None or framing is None:
             out.append(None)
             continue
         with open(local_path(path), "rb") as fh:
-            content = fh.read()
-        decoder_options = json.loads(opts) if opts else {}
-        feed_options = decoder_options.get("options") or {}
-        binary = _binary_values(decoder_options.get("format"))
-        out.append([r.__dict__ for r in split_file(content, framing, feed_options, binary)])
+            out.append([r.__dict__ for r in _split(fh.read(), framing, opts)])
     return out
+
+
+def _split(content: bytes, framing: str, opts: str | None) -> list[Any]:
+    """``split_file`` of one file with its feed's options (``opts``: decoder options JSON)."""
+    decoder_options = json.loads(opts) if opts else {}
+    feed_options = decoder_options.get("options") or {}
+    return split_file(content, framing, feed_options, _binary_values(decoder_options.get("format")))
 
 
 def read_records_array(
@@ -142,11 +146,7 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
     """The records of one file's ``content`` (one element of ``cdc_read_records``)."""
     part = _valid_lines_struct(content, struct_type) if framing == "lines" else None
     if part is None:
-        decoder_options = json.loads(opts) if opts else {}
-        feed_options = decoder_options.get("options") or {}
-        binary = _binary_values(decoder_options.get("format"))
-        records = split_file(content, framing, feed_options, binary)
-        part = _records_struct(records, struct_type)
+        part = _records_struct(_split(content, framing, opts), struct_type)
     return part
 
 
