@@ -24,6 +24,8 @@ TOP_LEVEL_KEYS = {
     "buckets",
     "decode_task_bytes",
     "long_history_versions",
+    "compact_after_segments",
+    "compact_after_fraction",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -83,6 +85,12 @@ class Config:
     #: keys with more versions than this are refolded by the linear long-history path
     #: (see models/intermediate/int_row_versions_refolded.sql)
     long_history_versions: int = 64
+    #: merge-on-read: a merge compacts the state and the history into a new base when
+    #: the segments since the last base reach this count (0: every merge compacts) ...
+    compact_after_segments: int = 8
+    #: ... or hold more versions than this fraction of the base's (see
+    #: macros/sql/cdc_merge_plan.sql)
+    compact_after_fraction: float = 0.5
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -138,6 +146,12 @@ def load_config(path: str | Path) -> Config:
     long_history = raw.get("long_history_versions", 64)
     if not isinstance(long_history, int) or isinstance(long_history, bool) or long_history < 0:
         raise ConfigError(f"long_history_versions must be an integer >= 0, got {long_history!r}")
+    compact_segments = raw.get("compact_after_segments", 8)
+    if not isinstance(compact_segments, int) or isinstance(compact_segments, bool) or compact_segments < 0:
+        raise ConfigError(f"compact_after_segments must be an integer >= 0, got {compact_segments!r}")
+    compact_fraction = raw.get("compact_after_fraction", 0.5)
+    if not isinstance(compact_fraction, int | float) or isinstance(compact_fraction, bool) or compact_fraction < 0:
+        raise ConfigError(f"compact_after_fraction must be a number >= 0, got {compact_fraction!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -211,7 +225,20 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
     spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
-    return Config(path, warehouse, schema, marts_schema, feeds, tables, buckets, spark_conf, task_bytes, long_history)
+    return Config(
+        path,
+        warehouse,
+        schema,
+        marts_schema,
+        feeds,
+        tables,
+        buckets,
+        spark_conf,
+        task_bytes,
+        long_history,
+        compact_segments,
+        float(compact_fraction),
+    )
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

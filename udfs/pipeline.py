@@ -58,6 +58,8 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "buckets": config.buckets,
             "decode_task_bytes": config.decode_task_bytes,
             "long_history_versions": config.long_history_versions,
+            "compact_after_segments": config.compact_after_segments,
+            "compact_after_fraction": config.compact_after_fraction,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "feeds": [

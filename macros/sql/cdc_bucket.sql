@@ -1,7 +1,7 @@
 {#
-    The state partition of a key: a stable hash of (table_id, key_text) modulo the
-    configured bucket count. A run rewrites only the buckets its changes touch.
-    Table-wide changes without a key (truncate) go to bucket -1.
+    The bucket of a key: a stable hash of (table_id, key_text) modulo the configured
+    bucket count; the changelog is partitioned by it. Table-wide changes without a
+    key (truncate) go to bucket -1.
 #}
 {% macro cdc_bucket(table_id='table_id', key_text='key_text') %}
     case

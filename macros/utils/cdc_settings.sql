@@ -8,7 +8,7 @@
     `cdc run` publish from the same cdc.yml.
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
-    long_history_versions, golden,
+    long_history_versions, compact_after_segments, compact_after_fraction, golden,
     retry_quarantine.
 #}
 {% macro cdc_settings() %}
@@ -27,6 +27,8 @@
         'buckets': settings.get('buckets', 16),
         'decode_task_bytes': settings.get('decode_task_bytes', 67108864),
         'long_history_versions': settings.get('long_history_versions', 64),
+        'compact_after_segments': settings.get('compact_after_segments', 8),
+        'compact_after_fraction': settings.get('compact_after_fraction', 0.5),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
     }) %}

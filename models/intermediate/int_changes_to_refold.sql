@@ -1,13 +1,13 @@
 -- The changes the merge refolds, once per key and event, with `key_versions` (the
 -- changes of the key): every change of the keys that pending changes touch (every
--- key of a truncated table), or of their whole buckets when the last merge may not
--- have finished (`cdc_refold_whole_buckets`). Pending = appended after the last
--- completed merge (`merge_log`); a merge that died is simply redone.
+-- key of a truncated table), or every change of every key when the merge starts a
+-- new base (`cdc_merge_plan` is 'full'). Pending = appended after the last completed
+-- merge (`merge_log`); a merge that died is simply redone.
 -- A table of its own so that the refold's two paths and its copy of the untouched
 -- keys each read it with a plain filter, instead of planning these steps again in
 -- every branch of one query.
 {% set merge_log = cdc_existing_relation('merge_log') %}
-{% set refold_whole_buckets = cdc_refold_whole_buckets() %}
+{% set refold_every_key = cdc_merge_plan() == 'full' %}
 
 with
 
@@ -32,7 +32,7 @@ truncated_tables as (
     where op = 'truncate'
 ),
 
-touched as (
+touched as (  -- noqa: ST03
     select distinct
         table_id,
         bucket
@@ -48,7 +48,7 @@ touched as (
 ),
 
 -- the keys to refold: those with pending changes, and every key of a truncated table
--- (unused when whole buckets are refolded)
+-- (unused when every key is refolded)
 touched_keys as (  -- noqa: ST03
     select distinct
         table_id,
@@ -67,11 +67,8 @@ touched_keys as (  -- noqa: ST03
 keyed_changes as (
     select changelog.*
     from changelog
-    {% if refold_whole_buckets %}
-        left semi join touched
-            on
-                changelog.table_id = touched.table_id
-                and changelog.bucket = touched.bucket
+    {% if refold_every_key %}
+        where changelog.key_text is not null
     {% else %}
         left semi join touched_keys
             on
@@ -93,7 +90,10 @@ keys_first_seen as (
 
 truncates as (
     select * from changelog
-    where op = 'truncate' and table_id in (select table_id from touched)
+    where op = 'truncate'
+    {% if not refold_every_key %}
+        and table_id in (select table_id from touched)
+    {% endif %}
 ),
 
 -- A truncate deletes every key that existed before it.

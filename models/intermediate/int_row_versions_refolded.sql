@@ -1,14 +1,13 @@
--- Every version of every key in the state buckets that pending changes touch.
--- The keys in `int_changes_to_refold` are refolded in `order_key` order, which makes
--- late, duplicated and reordered events land exactly where they belong. In a merge
--- that copies (`cdc_refold_whole_buckets` is false), the other keys of those buckets
--- are copied from the state and the history as the last merge left them: a merge costs
--- the history of the keys it touches plus a copy of their buckets, not a refold of
--- every change of the buckets. `col_types` is set on the current version only (the
--- state reads it there); `merge_run_id` names the run (see cdc_refold_whole_buckets).
+-- Every version of every key this merge writes: the segment of the merge (see
+-- cdc_merge_plan). The keys in `int_changes_to_refold` are refolded in `order_key`
+-- order, which makes late, duplicated and reordered events land exactly where they
+-- belong. A merge that compacts (plan 'compact') also copies every other key from the
+-- resolved segments, as the last merges left them, so that its segment is a new base.
+-- `col_types` is set on the current version only (the state reads it there);
+-- `merge_run_id` names the merge (its segment), `merge_plan` its plan.
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
-{% set refold_whole_buckets = cdc_refold_whole_buckets() %}
+{% set merge_plan = cdc_merge_plan() %}
 
 {#- Keys with more than `long_history_versions` changes take the long-history path;
     it is planned only when there is one (both paths give the same rows: the choice
@@ -216,15 +215,8 @@ refolded as (
     from folded
 ),
 
-{% if not refold_whole_buckets %}
-    -- the buckets and the keys refolded above
-    touched as (
-        select distinct
-            table_id,
-            bucket
-        from changes
-    ),
-
+{% if merge_plan == 'compact' %}
+    -- the keys refolded above
     touched_keys as (
         select distinct
             table_id,
@@ -232,8 +224,16 @@ refolded as (
         from changes
     ),
 
-    -- The untouched keys of the touched buckets, as the last merge left them: the current
-    -- version from the state (it holds the declared types), the earlier ones from the history.
+    -- Every other key, as the committed segments hold it: the current version from the
+    -- state (it holds the declared types), the earlier ones from the history.
+    resolved_state as (
+        {{ cdc_resolve_segments(cdc_existing_relation('state_segments'), cdc_existing_relation('merge_log')) }}
+    ),
+
+    resolved_history as (
+        {{ cdc_resolve_segments(cdc_existing_relation('history_segments'), cdc_existing_relation('merge_log')) }}
+    ),
+
     untouched_current_versions as (
         select
             state.table_id,
@@ -255,11 +255,7 @@ refolded as (
             cast(null as timestamp) as valid_to_ts,
             true as is_current,
             state.bucket
-        from {{ cdc_existing_relation('state') }} as state
-        left semi join touched
-            on
-                state.table_id = touched.table_id
-                and state.bucket = touched.bucket
+        from resolved_state as state
         left anti join touched_keys
             on
                 state.table_id = touched_keys.table_id
@@ -287,11 +283,7 @@ refolded as (
             history.valid_to_ts,
             history.is_current,
             history.bucket
-        from {{ cdc_existing_relation('history') }} as history
-        left semi join touched
-            on
-                history.table_id = touched.table_id
-                and history.bucket = touched.bucket
+        from resolved_history as history
         left anti join touched_keys
             on
                 history.table_id = touched_keys.table_id
@@ -304,19 +296,22 @@ final as (
     select
         refolded.* except (bucket),
         {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+        {{ cdc_string_literal(merge_plan) }} as merge_plan,
         refolded.bucket
     from refolded
-    {% if not refold_whole_buckets %}
+    {% if merge_plan == 'compact' %}
         union all
         select
             untouched_current_versions.* except (bucket),
             {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+            {{ cdc_string_literal(merge_plan) }} as merge_plan,
             untouched_current_versions.bucket
         from untouched_current_versions
         union all
         select
             untouched_earlier_versions.* except (bucket),
             {{ cdc_string_literal(invocation_id) }} as merge_run_id,
+            {{ cdc_string_literal(merge_plan) }} as merge_plan,
             untouched_earlier_versions.bucket
         from untouched_earlier_versions
     {% endif %}

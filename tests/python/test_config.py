@@ -73,3 +73,17 @@ def test_long_history_versions_is_a_count_of_versions(tmp_path):
     for bad in (-1, "64", True, 2.5):
         with pytest.raises(ConfigError, match="long_history_versions must be an integer >= 0"):
             load_config(_write(tmp_path, [feed("debezium_json")], long_history_versions=bad))
+
+
+def test_compaction_settings_are_a_segment_count_and_a_fraction(tmp_path):
+    config = load_config(_write(tmp_path, [feed("debezium_json")]))
+    assert (config.compact_after_segments, config.compact_after_fraction) == (8, 0.5)
+    config = load_config(_write(tmp_path, [feed("debezium_json")], compact_after_segments=0, compact_after_fraction=2))
+    assert (config.compact_after_segments, config.compact_after_fraction) == (0, 2.0)
+    assert isinstance(config.compact_after_fraction, float)
+    for bad in (-1, "8", True, 2.5):
+        with pytest.raises(ConfigError, match="compact_after_segments must be an integer >= 0"):
+            load_config(_write(tmp_path, [feed("debezium_json")], compact_after_segments=bad))
+    for bad in (-0.1, "0.5", False, None):
+        with pytest.raises(ConfigError, match="compact_after_fraction must be a number >= 0"):
+            load_config(_write(tmp_path, [feed("debezium_json")], compact_after_fraction=bad))

@@ -1,0 +1,183 @@
+"""The state and the history are merge-on-read: each merge appends a segment (a
+partition per table) with every version of the keys it refolded, and the views
+``state`` and ``history`` read, per key, its latest committed segment
+(``macros/sql/cdc_resolve_segments.sql``). Past ``compact_after_segments`` a merge
+compacts: it copies every other key into a new base and the older segments are dropped.
+
+One landing folder, read by two configurations: *segments* (compaction after 2
+segments) and *cow*, where every merge compacts (``compact_after_segments: 0``: copy
+on write, the design before segments). Both must give the same state and history, and
+the rows the events say, over runs with partial updates (TOAST placeholders), late
+events, deletes, re-inserts and a file delivered twice; then a merge that dies before
+its commit leaves a segment nobody reads, and the next run redoes it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import yaml
+
+from udfs.pipeline import run_pipeline
+
+TOAST = "__debezium_unavailable_value"
+KEYS = 60
+
+
+def _event(lsn: int, op: str, key: int, after: dict | None) -> str:
+    source = {"connector": "postgresql", "db": "d", "schema": "s", "table": "t", "lsn": lsn, "ts_ms": lsn}
+    before = {"id": key} if op == "d" else None
+    return json.dumps({"before": before, "after": after, "source": source, "op": op, "ts_ms": lsn})
+
+
+def _runs(seed: int = 11) -> tuple[list[dict[str, list[str]]], list[dict[int, dict | None]]]:
+    """Landing files per run and the expected live rows after each run."""
+    rng = random.Random(seed)
+    lsn = 100_000
+    runs: list[dict[str, list[str]]] = []
+    expected: list[dict[int, dict | None]] = []
+    # (lsn, line, key, after-or-None) of every event, to compute the rows in lsn order
+    events: list[tuple[int, str, int, dict | None, str]] = []
+
+    def emit(op: str, key: int, after: dict | None, at: int | None = None) -> str:
+        nonlocal lsn
+        if at is None:
+            lsn += 10
+            at = lsn
+        line = _event(at, op, key, after)
+        events.append((at, line, key, after, op))
+        return line
+
+    runs.append({"1-snapshot.jsonl": [emit("r", k, {"id": k, "a": f"a{k}", "b": f"b{k}"}) for k in range(KEYS)]})
+    for run in (2, 3, 4, 5):
+        lines = []
+        for key in rng.sample(range(KEYS), 10):
+            roll = rng.random()
+            if roll < 0.15:
+                lines.append(emit("d", key, None))
+            elif roll < 0.3:
+                lines.append(emit("c", key, {"id": key, "a": f"new{run}", "b": None}))
+            else:
+                lines.append(emit("u", key, {"id": key, "a": f"a{key}.{run}", "b": TOAST}))
+        # a late update, older than the key's snapshot row: history only, never the state
+        late_key = rng.randrange(KEYS)
+        lines.append(emit("u", late_key, {"id": late_key, "a": "late", "b": "late"}, at=lsn - 10_000))
+        files = {f"{run}-changes.jsonl": lines}
+        if run == 3:
+            files["3-changes-again.jsonl"] = lines  # the same events delivered twice
+        runs.append(files)
+
+    seen = 0
+    for files in runs:
+        seen += len(next(iter(files.values())))
+        live: dict[int, dict | None] = {}
+        for _, _, key, after, op in sorted(events[:seen], key=lambda e: e[0]):
+            if op == "d":
+                live[key] = None
+            elif op == "u" and live.get(key) is not None:
+                live[key] = {**live[key], **{c: v for c, v in after.items() if v != TOAST}}
+            else:  # a reset (or an update of no row): the provided columns only
+                live[key] = {c: v for c, v in after.items() if v != TOAST}
+        expected.append(live)
+    return runs, expected
+
+
+def _config(folder: Path, landing: Path, name: str, compact_after_segments: int) -> Path:
+    folder.mkdir()
+    cfg = {
+        "warehouse": ".cdc",
+        "schema": f"merge_{name}",
+        "marts_schema": f"merge_{name}_marts",
+        "buckets": 4,
+        "compact_after_segments": compact_after_segments,
+        "compact_after_fraction": 100,
+        "feeds": [{"name": "t", "format": "debezium_json", "path": str(landing)}],
+        "tables": {"t": {"key": ["id"], "columns": {"id": "bigint", "a": "string", "b": "string"}}},
+    }
+    (folder / "cdc.yml").write_text(yaml.safe_dump(cfg))
+    return folder / "cdc.yml"
+
+
+def _rows(spark, sql: str) -> list[str]:
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in spark.sql(sql).collect())
+
+
+def _plan(spark, schema: str) -> str:
+    """The plan of the last merge, from its refold table."""
+    return spark.sql(f"select distinct merge_plan from {schema}.int_row_versions_refolded").first()[0]
+
+
+def _segments(spark, schema: str) -> set[str]:
+    return {r.segment for r in spark.sql(f"select distinct segment from {schema}.history_segments").collect()}
+
+
+def _last_run(spark, schema: str) -> str:
+    return spark.sql(f"select run_id from {schema}.merge_log order by merged_through desc limit 1").first()[0]
+
+
+def _live(spark, schema: str) -> dict[int, dict]:
+    rows = spark.sql(f"select key, row from {schema}.state where not is_deleted").collect()
+    return {int(r.key["id"]): r.row for r in rows}
+
+
+def _same_state_and_history(spark) -> None:
+    for table in ("state", "history"):
+        rows = _rows(spark, f"select * from merge_segments.{table}")
+        assert rows == _rows(spark, f"select * from merge_cow.{table}"), table
+
+
+def test_segments_equal_copy_on_write_and_a_merge_that_died_is_never_read(spark, tmp_path):
+    runs, expected = _runs()
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    segments_cfg = _config(tmp_path / "segments", landing, "segments", compact_after_segments=2)
+    cow_cfg = _config(tmp_path / "cow", landing, "cow", compact_after_segments=0)
+    for schema in ("merge_segments", "merge_cow"):
+        spark.sql(f"drop database if exists {schema} cascade")
+        spark.sql(f"drop database if exists {schema}_marts cascade")
+
+    # full: the first base; append, append: a segment each; compact: a new base
+    plans = ["full", "append", "append", "compact"]
+    for number, (files, live) in enumerate(zip(runs[:4], expected[:4], strict=True), start=1):
+        for name, lines in files.items():
+            (landing / name).write_text("\n".join(lines) + "\n")
+        assert run_pipeline(segments_cfg, spark=spark).quarantined == 0
+        assert run_pipeline(cow_cfg, spark=spark).quarantined == 0
+
+        assert _plan(spark, "merge_segments") == plans[number - 1], number
+        assert _plan(spark, "merge_cow") == ("full" if number == 1 else "compact"), number
+        # copy on write keeps one segment; appended segments stay until a compaction
+        assert len(_segments(spark, "merge_cow")) == 1, number
+        assert len(_segments(spark, "merge_segments")) == {1: 1, 2: 2, 3: 3, 4: 1}[number], number
+        if plans[number - 1] == "append":
+            written = spark.sql("select count(distinct key_text) from merge_segments.int_row_versions_refolded")
+            assert written.first()[0] < KEYS, "an appended segment holds only the keys the merge touched"
+
+        _same_state_and_history(spark)
+        want = {k: {c: None if v is None else str(v) for c, v in row.items()} for k, row in live.items() if row}
+        assert _live(spark, "merge_segments") == want, number
+
+    # The fifth merge "dies" after writing its segments: its merge_log row is gone.
+    # Nobody reads its segment: the views show the fourth merge's rows.
+    before = {table: _rows(spark, f"select * from merge_segments.{table}") for table in ("state", "history")}
+    for name, lines in runs[4].items():
+        (landing / name).write_text("\n".join(lines) + "\n")
+    assert run_pipeline(segments_cfg, spark=spark).quarantined == 0
+    dead_run = _last_run(spark, "merge_segments")
+    assert dead_run in _segments(spark, "merge_segments")
+    log = spark.table("merge_segments.merge_log")
+    kept = log.where(log.run_id != dead_run).collect()
+    spark.createDataFrame(kept, log.schema).write.insertInto("merge_segments.merge_log", overwrite=True)
+    for table in ("state", "history"):
+        assert _rows(spark, f"select * from merge_segments.{table}") == before[table], table
+
+    # The next run redoes the merge's changes in a segment of its own, and drops the dead one.
+    assert run_pipeline(segments_cfg, spark=spark).quarantined == 0
+    assert run_pipeline(cow_cfg, spark=spark).quarantined == 0
+    assert _plan(spark, "merge_segments") == "append"
+    assert dead_run not in _segments(spark, "merge_segments")
+    _same_state_and_history(spark)
+    want = {k: {c: None if v is None else str(v) for c, v in row.items()} for k, row in expected[4].items() if row}
+    assert _live(spark, "merge_segments") == want
