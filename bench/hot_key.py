@@ -20,7 +20,14 @@ import yaml
 from bench.dbt_nodes import node_times
 
 TOAST = "__debezium_unavailable_value"
-MERGE_NODES = ("int_changes_to_refold", "int_row_versions_refolded", "state", "history")
+MERGE_NODES = (
+    "int_changes_to_refold",
+    "int_row_versions_refolded",
+    "state_segments",
+    "history_segments",
+    "state",
+    "history",
+)
 #: the threshold that sends every key of these runs through the window path
 WINDOW_ONLY = 1_000_000_000
 

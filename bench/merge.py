@@ -17,28 +17,38 @@ key is the LSN), grown in steps:
    state must not change for them), as one Debezium JSON landing file; a ``dbt run``
    decodes it into the changelog (``DECODE_SELECTION``), a second one merges it
    (``MERGE_NODES``). The merge time is the sum of the merge nodes
-   (``MERGE_NODES``: the changes to refold, the refold, ``state``, ``history``, ``merge_log``) from
-   ``run_results.json``; its CPU is what the process tree used during the second run.
-   ``repeat`` batches are merged at each size and the fastest counts (the machine is
-   shared); every batch stays in the changelog, so the state's history grows with them.
+   (``MERGE_NODES``: the changes to refold, the refold, the two segment tables, the
+   ``state`` and ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
+   what the process tree used during the second run. ``repeat`` batches are merged at
+   each size by each path and the fastest counts (the machine is shared); every batch
+   stays in the changelog, so the state's history grows with them.
+
+The state and the history are merge-on-read (``macros/sql/cdc_merge_plan.sql``): the
+initial merge of each size is forced to compact, so every batch starts from one base
+segment of S keys. Two paths, batches alternating so both see the same state:
+
+* *append* (the models' plan below the compaction threshold): the merge writes a segment
+  with the batch's keys only;
+* *compact* (``compact_after_segments: 0``, what every merge did before segments: copy on
+  write): the merge also copies every other key into a new base.
+
+After each *append* batch the read cost of merge-on-read is measured: a full read of the
+``state`` view (the base plus one segment, resolved by key) written to Spark's ``noop``
+sink, against the same read of the base segment alone (what a copy-on-write table costs
+to read); the fastest of ``READS`` reads each.
 
 After each batch the state is checked: S live rows, and exactly the on-time keys carry
 the batch's LSN.
-
-Side by side, at each size the same number of batches is merged by the *whole-bucket*
-path: the previous refold table is dropped before the merge run, which makes
-``int_row_versions_refolded`` refold every change of the touched buckets (its path
-after a merge that may not have finished, and every merge's path before the models
-copied untouched keys). Copy and whole-bucket batches alternate, so both see the same
-state and nearly the same changelog.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +61,17 @@ BASE_LSN = 10**9  # key k's snapshot is at BASE_LSN + k * LSN_STEP
 LSN_STEP = 100
 ONTIME_LSN = 10**13  # every on-time batch change is after every snapshot
 TS_MS = 1_700_000_000_000
-MERGE_NODES = ("int_changes_to_refold", "int_row_versions_refolded", "state", "history", "merge_log")
+MERGE_NODES = (
+    "int_changes_to_refold",
+    "int_row_versions_refolded",
+    "state_segments",
+    "history_segments",
+    "state",
+    "history",
+    "merge_log",
+)
+#: full reads of the state per measurement (the fastest counts)
+READS = 2
 #: a batch's first run: decode, changelog, and the audit row that marks the file read
 #: (no marts, audit reports or tests: they do not change what the merge costs); then a
 #: run of ``MERGE_NODES`` alone, so its CPU is measured apart
@@ -228,8 +248,37 @@ def _compile_macros(config: Any) -> tuple[str, str]:
     return order_key.strip(), bucket.strip()
 
 
-#: the merge paths of ``int_row_versions_refolded`` the section compares
-MERGE_PATHS = ("copy", "whole_bucket")
+#: the merge plans (``cdc_merge_plan``) the section compares
+MERGE_PATHS = ("append", "compact")
+
+
+def _with_plan(config: Any, path: str) -> Any:
+    """The configuration whose next merge takes ``path``: every merge compacts, or none does."""
+    if path == "compact":
+        return dataclasses.replace(config, compact_after_segments=0)
+    return dataclasses.replace(config, compact_after_segments=10**9, compact_after_fraction=1e12)
+
+
+def _best_read_s(spark: Any, sql: str) -> float:
+    """The fastest of ``READS`` full reads of ``sql`` into Spark's noop sink."""
+    best = float("inf")
+    for _ in range(READS):
+        started = time.perf_counter()
+        spark.sql(sql).write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - started)
+    return round(best, 3)
+
+
+def _read_costs(spark: Any, schema: str) -> dict[str, float]:
+    """A full read of the ``state`` view against the same read of its base segment alone."""
+    base = spark.sql(
+        f"select run_id from `{schema}`.merge_log where compacted order by merged_through desc limit 1"
+    ).first()[0]
+    columns = ", ".join(c for c in spark.table(f"`{schema}`.state").columns)
+    return {
+        "read_state_s": _best_read_s(spark, f"select {columns} from `{schema}`.state"),
+        "read_base_s": _best_read_s(spark, f"select {columns} from `{schema}`.state_segments where segment = '{base}'"),
+    }
 
 
 def _merge_one_batch(
@@ -242,7 +291,7 @@ def _merge_one_batch(
     late_fraction: float,
     seed: int,
     sampler: Any,
-    path: str = "copy",
+    path: str = "append",
 ) -> dict[str, Any]:
     """Land batch ``b`` over the first ``size`` keys, decode it, merge it by ``path``
     (see ``MERGE_PATHS``); timed and checked."""
@@ -256,10 +305,8 @@ def _merge_one_batch(
         run_dbt(config, "run", extra=["--select", DECODE_SELECTION])
     decode = node_times(target)
     changelog_rows = spark.table(f"`{s}`.changelog").count()
-    if path == "whole_bucket":
-        spark.sql(f"drop table if exists `{s}`.int_row_versions_refolded")
     with sampler.section(f"merge:S={size}:batch merge ({path})") as spent:
-        run_dbt(config, "run", extra=["--select", " ".join(MERGE_NODES)])
+        run_dbt(_with_plan(config, path), "run", extra=["--select", " ".join(MERGE_NODES)])
     merge = node_times(target)
     ontime_prefix = str(ONTIME_LSN + b * 10**9).zfill(20)[:11]
     live, ontime_applied = spark.sql(
@@ -269,9 +316,9 @@ def _merge_one_batch(
         f"select versions_rewritten, buckets_rewritten from `{s}`.merge_log order by merged_through desc limit 1"
     ).collect()[0]
     n = min(batch, size)
-    compiled = next((target / "compiled").rglob("int_row_versions_refolded.sql")).read_text()
-    took = "copy" if "untouched_current_versions" in compiled else "whole_bucket"
+    took = spark.sql(f"select distinct merge_plan from `{s}`.int_row_versions_refolded").first()[0]
     assert took == path, f"batch {b}: asked for the {path} path, the model took the {took} path"
+    reads = _read_costs(spark, s) if path == "append" else {}
     return {
         "batch_no": b,
         "path": path,
@@ -288,6 +335,7 @@ def _merge_one_batch(
         "changelog_s": decode["stages"]["changelog"],
         "versions_rewritten": versions,
         "buckets_rewritten": buckets,
+        **reads,
     }
 
 
@@ -322,7 +370,7 @@ def run_merge_growth(
         with sampler.section(f"merge:S={size}:base insert") as insert:
             spark.sql(sql).write.insertInto(f"`{s}`.changelog")
         with sampler.section(f"merge:S={size}:initial merge") as initial_spent:
-            run_dbt(config, "run", extra=["--select", " ".join(MERGE_NODES)])
+            run_dbt(_with_plan(config, "compact"), "run", extra=["--select", " ".join(MERGE_NODES)])
         initial = node_times(target)
         batches = []
         for _ in range(repeat):
@@ -331,8 +379,9 @@ def run_merge_growth(
                     _merge_one_batch(spark, config, landing, b, size, batch, late_fraction, seed, sampler, path)
                 )
                 b += 1
-        whole = min((r for r in batches if r["path"] == "whole_bucket"), key=lambda r: r["merge_s"])
-        best = min((r for r in batches if r["path"] == "copy"), key=lambda r: r["merge_s"])
+        compact = min((r for r in batches if r["path"] == "compact"), key=lambda r: r["merge_s"])
+        appended = [r for r in batches if r["path"] == "append"]
+        best = min(appended, key=lambda r: r["merge_s"])
         steps.append(
             {
                 "state_rows": size,
@@ -342,14 +391,15 @@ def run_merge_growth(
                 "check_ok": all(r["check_ok"] for r in batches),
                 # the fastest of the batches merged at this size
                 "merge_s": best["merge_s"],
-                "merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in batches if r["path"] == "copy"),
+                "merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in appended),
                 "merge_nodes_s": best["merge_nodes_s"],
-                # the same, by the whole-bucket path (side by side, alternating batches)
-                "whole_bucket_merge_s": whole["merge_s"],
-                "whole_bucket_merge_cpu_s": min(
-                    r["merge_invocation_cpu_s"] for r in batches if r["path"] == "whole_bucket"
-                ),
-                "whole_bucket_merge_nodes_s": whole["merge_nodes_s"],
+                # the same, compacting (copy on write; side by side, alternating batches)
+                "compact_merge_s": compact["merge_s"],
+                "compact_merge_cpu_s": min(r["merge_invocation_cpu_s"] for r in batches if r["path"] == "compact"),
+                "compact_merge_nodes_s": compact["merge_nodes_s"],
+                # read cost of merge-on-read: the state view (base + one segment) vs the base alone
+                "read_state_s": min(r["read_state_s"] for r in appended),
+                "read_base_s": min(r["read_base_s"] for r in appended),
                 "batch_decode_s": best["decode_s"],
                 "versions_rewritten": best["versions_rewritten"],
                 "buckets_rewritten": best["buckets_rewritten"],
@@ -367,7 +417,8 @@ def run_merge_growth(
             "state_growth": round(c["state_rows"] / a["state_rows"], 2),
             "merge_time_ratio": round(c["merge_s"] / a["merge_s"], 2),
             "merge_cpu_ratio": round(c["merge_cpu_s"] / a["merge_cpu_s"], 2),
-            "whole_bucket_merge_time_ratio": round(c["whole_bucket_merge_s"] / a["whole_bucket_merge_s"], 2),
+            "compact_merge_time_ratio": round(c["compact_merge_s"] / a["compact_merge_s"], 2),
+            "read_state_time_ratio": round(c["read_state_s"] / a["read_state_s"], 2),
         }
         for a, c in zip(steps, steps[1:], strict=False)
     ]

@@ -134,8 +134,10 @@ def format_tables(res: dict[str, Any]) -> str:
             f"{_num(st['batch_changes'])} ({_num(st['batch_late'])} late)",
             _num(st["merge_s"], 1),
             _num(st.get("merge_cpu_s"), 1),
-            _num(st.get("whole_bucket_merge_s"), 1),
-            _num(st.get("whole_bucket_merge_cpu_s"), 1),
+            _num(st.get("compact_merge_s"), 1),
+            _num(st.get("compact_merge_cpu_s"), 1),
+            _num(st.get("read_state_s"), 1),
+            _num(st.get("read_base_s"), 1),
             _num(st["batch_decode_s"], 1),
             _num(st["initial_merge_s"], 1),
             _num(st.get("initial_merge_cpu_s"), 1),
@@ -146,14 +148,16 @@ def format_tables(res: dict[str, Any]) -> str:
     ]
     ratios = ", ".join(
         f"{r['from']:,} -> {r['to']:,}: {r['merge_time_ratio']}x time, {r.get('merge_cpu_ratio', '-')}x CPU"
-        f" (whole-bucket path: {r.get('whole_bucket_merge_time_ratio', '-')}x time)"
+        f" (compacting: {r.get('compact_merge_time_ratio', '-')}x time; full read of the state view: "
+        f"{r.get('read_state_time_ratio', '-')}x)"
         for r in m["ratios"]
     )
     parts += [
         "",
-        f"MERGE GROWTH (one batch into a state of S rows, {m['buckets']} buckets; merge = changes to refold + refold + state + history "
-        f"+ merge_log, fastest of {m.get('repeat', 1)} batches per path; merge: the models' path, untouched keys "
-        f"copied; whole bucket: every change of the touched buckets refolded) {ratios or '-'}  (target <= 2x per 10x)",
+        f"MERGE GROWTH (one batch into a state of S rows; merge = changes to refold + refold + segments + views "
+        f"+ merge_log, fastest of {m.get('repeat', 1)} batches per path; merge: the models' path, a segment of the "
+        f"batch's keys appended; compact: every other key copied into a new base, copy on write; read: a full read of "
+        f"the state view, base + one segment, against the base alone) {ratios or '-'}  (target <= 2x per 10x)",
         _table(
             [
                 "state S",
@@ -161,8 +165,10 @@ def format_tables(res: dict[str, Any]) -> str:
                 "batch",
                 "merge s",
                 "merge CPU s",
-                "whole-bucket s",
-                "whole-bucket CPU s",
+                "compact s",
+                "compact CPU s",
+                "read state s",
+                "read base s",
                 "decode s",
                 "initial merge s",
                 "initial CPU s",
@@ -285,9 +291,12 @@ def write_chart(res: dict[str, Any], path: Path) -> None:
     cpu = [st.get("merge_cpu_s") for st in m["steps"]]
     if all(cpu):
         ax.plot(xs, cpu, "s-", label="merge of one batch, CPU s (dbt run of the merge models)")
-    whole = [st.get("whole_bucket_merge_s") for st in m["steps"]]
-    if all(whole):
-        ax.plot(xs, whole, "x-", label="whole-bucket refold of one batch, wall s (before the copy path)")
+    compact = [st.get("compact_merge_s") for st in m["steps"]]
+    if all(compact):
+        ax.plot(xs, compact, "x-", label="compacting merge of one batch, wall s (copy on write)")
+    reads = [st.get("read_state_s") for st in m["steps"]]
+    if all(reads):
+        ax.plot(xs, reads, "d-.", label="full read of the state view, wall s")
     initial = [st["initial_merge_s"] for st in m["steps"]]
     ax.plot(xs, initial, "^:", label="initial merge of the S snapshot rows, wall s")
     if xs:
