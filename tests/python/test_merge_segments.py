@@ -181,3 +181,48 @@ def test_segments_equal_copy_on_write_and_a_merge_that_died_is_never_read(spark,
     _same_state_and_history(spark)
     want = {k: {c: None if v is None else str(v) for c, v in row.items()} for k, row in expected[4].items() if row}
     assert _live(spark, "merge_segments") == want
+
+
+def test_a_warehouse_from_before_segments_is_refolded_into_a_base(spark, tmp_path):
+    """A warehouse written before segments has `state` and `history` tables and a
+    `merge_log` without `compacted`: the next merge refolds every key into a base, the
+    tables become views, and the rows are the events' rows."""
+    runs, expected = _runs(seed=5)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    cfg = _config(tmp_path / "old", landing, "old", compact_after_segments=8)
+    spark.sql("drop database if exists merge_old cascade")
+    spark.sql("drop database if exists merge_old_marts cascade")
+    for name, lines in runs[0].items():
+        (landing / name).write_text("\n".join(lines) + "\n")
+    assert run_pipeline(cfg, spark=spark).quarantined == 0
+
+    # the layout before segments: state and history tables, merge_log without `compacted`
+    for table in ("state", "history"):
+        spark.sql(f"create table merge_old.{table}_old using parquet as select * from merge_old.{table}")
+        spark.sql(f"drop view merge_old.{table}")
+        spark.sql(f"alter table merge_old.{table}_old rename to merge_old.{table}")
+        spark.sql(f"drop table merge_old.{table}_segments")
+    spark.sql(
+        "create table merge_old.merge_log_old using parquet as select * except (compacted) from merge_old.merge_log"
+    )
+    spark.sql("drop table merge_old.merge_log")
+    spark.sql("alter table merge_old.merge_log_old rename to merge_old.merge_log")
+
+    for name, lines in runs[1].items():
+        (landing / name).write_text("\n".join(lines) + "\n")
+    assert run_pipeline(cfg, spark=spark).quarantined == 0
+    assert _plan(spark, "merge_old") == "full"
+    assert "compacted" in spark.table("merge_old.merge_log").columns
+    for table in ("state", "history"):
+        assert spark.catalog.getTable(f"merge_old.{table}").tableType == "VIEW", table
+    want = {k: {c: None if v is None else str(v) for c, v in row.items()} for k, row in expected[1].items() if row}
+    assert _live(spark, "merge_old") == want
+
+    # and the merge after it appends
+    for name, lines in runs[2].items():
+        (landing / name).write_text("\n".join(lines) + "\n")
+    assert run_pipeline(cfg, spark=spark).quarantined == 0
+    assert _plan(spark, "merge_old") == "append"
+    want = {k: {c: None if v is None else str(v) for c, v in row.items()} for k, row in expected[2].items() if row}
+    assert _live(spark, "merge_old") == want
