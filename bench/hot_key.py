@@ -5,7 +5,8 @@ in one run over the same landing file.
 
 The file holds one insert and ``n - 1`` PostgreSQL updates of the same key; every third
 update leaves a column out (TOAST placeholder), so the fold must carry it. One pipeline
-run per path; *merge s* is the time of ``MERGE_NODES`` (the refold and its input, state, history) from
+run per path; *merge s* is the time of ``bench.merge.MERGE_NODES`` (the refold and its input, the
+segments, the views, merge_log) from
 ``run_results.json``. Both runs must end with the same row, and the row the events say.
 """
 
@@ -18,16 +19,9 @@ from typing import Any
 import yaml
 
 from bench.dbt_nodes import node_times
+from bench.merge import MERGE_NODES
 
 TOAST = "__debezium_unavailable_value"
-MERGE_NODES = (
-    "int_changes_to_refold",
-    "int_row_versions_refolded",
-    "state_segments",
-    "history_segments",
-    "state",
-    "history",
-)
 #: the threshold that sends every key of these runs through the window path
 WINDOW_ONLY = 1_000_000_000
 
