@@ -1,12 +1,9 @@
-{{ config(
-    on_schema_change='append_new_columns',
-    post_hook="{{ cdc_drop_old_segments() }}",
-) }}
+{{ config(on_schema_change='append_new_columns') }}
 -- One row per completed merge: changelog rows loaded up to `merged_through` are in
 -- the state and the history, and the merge's segments (`run_id`) are committed:
--- the views read them from now on. Written last, so a merge that dies is redone and
--- its segments are never read. `compacted`: the merge wrote a base segment (every
--- key); the post-hook then drops the segments no reader needs.
+-- the views, recreated next, read them. Written last, so a merge that dies is redone
+-- and its segments are never read. `compacted`: the merge wrote a base segment (every
+-- key); the views' post-hooks then drop the segments no reader needs.
 -- depends_on: {{ ref('state_segments') }}
 -- depends_on: {{ ref('history_segments') }}
 with
