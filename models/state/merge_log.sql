@@ -12,15 +12,33 @@ versions as (
     select * from {{ ref('int_row_versions_refolded') }}
 ),
 
+changes as (
+    select * from {{ ref('int_changes_to_refold') }}
+),
+
+written as (
+    select
+        count(distinct table_id, bucket) as buckets_rewritten,
+        count(*) as versions_rewritten,
+        coalesce(max(merge_plan) in ('full', 'compact'), false) as compacted
+    from versions
+),
+
+-- the tables whose keys were refolded (a compaction also copies the other tables)
+refolded as (
+    select collect_set(table_id) as tables_touched from changes
+),
+
 final as (
     select
         {{ cdc_string_literal(invocation_id) }} as run_id,
         {{ cdc_run_started_at() }} as merged_through,
-        count(distinct table_id, bucket) as buckets_rewritten,
-        count(*) as versions_rewritten,
-        collect_set(table_id) as tables_touched,
-        coalesce(max(merge_plan) in ('full', 'compact'), false) as compacted
-    from versions
+        written.buckets_rewritten,
+        written.versions_rewritten,
+        refolded.tables_touched,
+        written.compacted
+    from written
+    cross join refolded
 )
 
 select * from final
