@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="cdc-bench-", dir=args.work))
     warehouse = work / "warehouse"
     code, code_digest = snapshot_code(work)
+    git_at_snapshot = _git()  # the commit the copied code came from (the tree may move on during the run)
 
     from bench.memory import MemorySampler
 
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "versions": _versions(),
-            "git": _git(),
+            "git": git_at_snapshot,
             "code_snapshot_sha256": code_digest,
             "spark": spark_meta,
             "options": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
