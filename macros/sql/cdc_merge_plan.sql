@@ -27,41 +27,28 @@
         {% do return('full') %}
     {% endif %}
     {% set merge_log = cdc_existing_relation('merge_log') %}
-    {% if merge_log is none
+    {% set live = cdc_live_segments(merge_log) %}
+    {% if not live
         or cdc_existing_relation('state_segments') is none
         or cdc_existing_relation('history_segments') is none %}
         {% do return('full') %}
     {% endif %}
-    {% if 'compacted' not in adapter.get_columns_in_relation(merge_log) | map(attribute='name') | list %}
-        {% do return('full') %}
-    {% endif %}
-    {% set segments_sql %}
-        with base as (
-            select
-                merged_through,
-                versions_rewritten
-            from {{ merge_log }}
-            where compacted
-            order by merged_through desc
-            limit 1
-        )
-
+    {% set quoted = [] %}
+    {% for run_id in live %}
+        {% do quoted.append(cdc_string_literal(run_id)) %}
+    {% endfor %}
+    {% set versions_sql %}
         select
-            (select count(*) from base) as bases,
-            count(merge_log.run_id) as segments,
-            coalesce(sum(merge_log.versions_rewritten), 0) as segment_versions,
-            (select max(versions_rewritten) from base) as base_versions
-        from {{ merge_log }} as merge_log
-        inner join base on merge_log.merged_through > base.merged_through
-        where merge_log.versions_rewritten > 0
+            sum(case when run_id = {{ quoted[0] }} then versions_rewritten else 0 end) as base_versions,
+            sum(case when run_id = {{ quoted[0] }} then 0 else versions_rewritten end) as segment_versions
+        from {{ merge_log }}
+        where run_id in ({{ quoted | join(', ') }})
     {% endset %}
-    {% set row = run_query(segments_sql).rows[0] %}
-    {% if row[0] == 0 %}
-        {% do return('full') %}
-    {% endif %}
+    {% set row = run_query(versions_sql).rows[0] %}
     {% set settings = cdc_settings() %}
-    {% if row[1] >= settings['compact_after_segments']
-        or row[2] > settings['compact_after_fraction'] * (row[3] or 0) %}
+    {#- the live segments after the base (cdc_live_segments lists those that wrote versions) -#}
+    {% if live | length - 1 >= settings['compact_after_segments']
+        or (row[1] or 0) > settings['compact_after_fraction'] * (row[0] or 0) %}
         {% do return('compact') %}
     {% endif %}
     {% do return('append') %}
