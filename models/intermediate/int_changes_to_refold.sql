@@ -1,13 +1,24 @@
 -- The changes the merge refolds, once per key and event, with `key_versions` (the
 -- changes of the key): every change of the keys that pending changes touch (every
 -- key of a truncated table), or every change of every key when the merge starts a
--- new base (`cdc_merge_plan` is 'full'). Pending = appended after the last completed
--- merge (`merge_log`); a merge that died is simply redone.
+-- new base (`cdc_merge_plan` is 'full'). Pending (`int_pending_changes`) = appended after the last
+-- completed merge; a merge that died is simply redone.
 -- A table of its own so that the refold's two paths and its copy of the untouched
 -- keys each read it with a plain filter, instead of planning these steps again in
 -- every branch of one query.
-{% set merge_log = cdc_existing_relation('merge_log') %}
 {% set refold_every_key = cdc_merge_plan() == 'full' %}
+
+{#- Whether a pending change truncates a table (every key of it is then refolded);
+    compiled before the pending changes exist (`dbt compile` on a new warehouse), the
+    truncate branch is planned. -#}
+{% set has_pending_truncates = true %}
+{% if execute and load_relation(ref('int_pending_changes')) is not none %}
+    {% set truncates_sql %}
+        select count(*) from {{ ref('int_pending_changes') }}
+        where op = 'truncate'
+    {% endset %}
+    {% set has_pending_truncates = run_query(truncates_sql).rows[0][0] > 0 %}
+{% endif %}
 
 with
 
@@ -16,35 +27,7 @@ changelog as (
 ),
 
 pending as (
-    select
-        table_id,
-        bucket,
-        key_text,
-        op
-    from changelog
-    {% if merge_log is not none %}
-        where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})
-    {% endif %}
-),
-
-truncated_tables as (
-    select distinct table_id from pending
-    where op = 'truncate'
-),
-
-touched as (  -- noqa: ST03
-    select distinct
-        table_id,
-        bucket
-    from pending
-    where bucket >= 0
-    union
-    select distinct
-        changelog.table_id,
-        changelog.bucket
-    from changelog
-    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
-    where changelog.bucket >= 0
+    select * from {{ ref('int_pending_changes') }}
 ),
 
 -- the keys to refold: those with pending changes, and every key of a truncated table
@@ -55,13 +38,19 @@ touched_keys as (  -- noqa: ST03
         key_text
     from pending
     where key_text is not null
-    union
-    select distinct
-        changelog.table_id,
-        changelog.key_text
-    from changelog
-    inner join truncated_tables on changelog.table_id = truncated_tables.table_id
-    where changelog.key_text is not null
+    {% if has_pending_truncates %}
+        union
+        select distinct
+            changelog.table_id,
+            changelog.key_text
+        from changelog
+        where
+            changelog.key_text is not null
+            and changelog.table_id in (
+                select table_id from pending
+                where op = 'truncate'
+            )
+    {% endif %}
 ),
 
 keyed_changes as (
@@ -92,7 +81,7 @@ truncates as (
     select * from changelog
     where op = 'truncate'
     {% if not refold_every_key %}
-        and table_id in (select table_id from touched)
+        and table_id in (select table_id from pending)
     {% endif %}
 ),
 
