@@ -1,0 +1,191 @@
+"""Side by side, in one process: the columnar Debezium JSON prototype against
+``decode_records``, ``orjson.loads`` per line and ``pyarrow.json.read_json``.
+
+``python -m bench.columnar_proto [--events N] [--batch B] [--rounds R] [--data DIR]``
+generates (or reuses, with ``--data``) the benchmark's Debezium JSON landing files
+(:mod:`bench.data`, ``debezium_json`` case: half the envelopes with the Kafka Connect
+schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
+cuts them into lines as ``cdc_read_records`` does (Arrow, ``_valid_lines_struct``), and
+in batches of ``B`` records (a ``cdc_decode`` Arrow batch) times, taking turns batch by
+batch (the machine is shared and noisy):
+
+decode_records
+    what ``cdc_decode`` runs now: ``to_pylist`` of the batch, ``decode_records``,
+    ``pa.array(results, type=<DECODE_RESULT_DDL as Arrow>)``.
+columnar
+    ``udfs.formats.debezium_json_columnar.decode_debezium_columnar`` over the Arrow batch
+    (records it cannot do exactly go to ``decode_records`` inside it).
+orjson
+    ``orjson.loads`` of every line of the batch (after ``to_pylist``): a parse bound.
+pyarrow_json
+    ``pyarrow.json.read_json`` of the batch's lines as one block (type inference).
+
+Before timing, every batch is checked: the columnar result must equal the
+``decode_records`` result record by record (Arrow ``equals``); the mismatch count and
+the first diffs are printed. No Spark session is started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def _lines(path: Path) -> pa.Array:
+    from udfs.spark_udfs import _valid_lines_struct
+
+    struct_type = pa.struct([("record_index", pa.int32()), ("text", pa.string())])
+    part = _valid_lines_struct(path.read_bytes(), struct_type)
+    assert part is not None, f"{path}: not cut by the Arrow fast path"
+    return part.field("text")
+
+
+def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
+    out = []
+    for k in ("status", "reason"):
+        if ref.get(k) != got.get(k):
+            out.append(f"{k}: {ref.get(k)!r} != {got.get(k)!r}")
+    rc, gc = ref.get("changes") or [], got.get("changes") or []
+    if len(rc) != len(gc):
+        out.append(f"changes: {len(rc)} != {len(gc)}")
+    for a, b in zip(rc, gc, strict=False):
+        for k in a:
+            if a[k] != b.get(k):
+                out.append(f"{k}: {a[k]!r} != {b.get(k)!r}")
+    return "; ".join(out)[:600]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.columnar_proto", description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=20_000, help="Debezium events to generate (default %(default)s)")
+    p.add_argument("--batch", type=int, default=2_000, help="records per batch (default %(default)s)")
+    p.add_argument("--rounds", type=int, default=2, help="passes over the data (default %(default)s)")
+    p.add_argument("--data", help="reuse (or write) the files in this folder")
+    p.add_argument("--profile", action="store_true", help="print a cProfile of the columnar path")
+    args = p.parse_args(argv)
+
+    import orjson
+    import pyarrow.json as pj
+
+    from bench.data import FORMAT_CASES, tables_config, write_dataset
+    from udfs.decode import decode_records
+    from udfs.formats import debezium_json_columnar as col
+
+    case = FORMAT_CASES["debezium_json"]
+    opts = json.dumps({"format": case.format, "tables": tables_config([case])}, sort_keys=True)
+    decode_type = col.DECODE_TYPE
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(args.data) if args.data else Path(tmp) / "debezium_json"
+        files = sorted(folder.glob("part-*.json")) if folder.exists() else []
+        if not files:
+            t0 = time.perf_counter()
+            files = write_dataset(case, folder, args.events, seed=1).files
+            print(f"generated {args.events:,} events in {time.perf_counter() - t0:.1f} s under {folder}")
+        texts = pa.concat_arrays([_lines(f) for f in files])
+        n = len(texts)
+        nbytes = sum(f.stat().st_size for f in files)
+        batches = [texts.slice(i, args.batch) for i in range(0, n, args.batch)]
+        print(f"{n:,} records, {nbytes / 1e6:.1f} MB, {len(batches)} batches of {args.batch}")
+
+        def plain(batch: pa.Array) -> pa.Array:
+            return pa.array(decode_records(opts, batch.to_pylist()), type=decode_type)
+
+        def columnar(batch: pa.Array) -> pa.Array:
+            return col.decode_debezium_columnar(opts, batch)
+
+        def by_orjson(batch: pa.Array) -> int:
+            loads = orjson.loads
+            return len([loads(t) for t in batch.to_pylist()])
+
+        def by_pyarrow(batch: pa.Array) -> int:
+            body = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(batch)], pa.int32()), batch), "\n")
+            buf = body[0].as_buffer()
+            table = pj.read_json(io.BytesIO(buf.to_pybytes()), read_options=pj.ReadOptions(block_size=buf.size + 1))
+            return table.num_rows
+
+        # ------------------------------------------------------------- equality check
+        t0 = time.perf_counter()
+        mismatches = 0
+        shown = 0
+        stats = {"fast": 0, "fallback": 0, "escaped_values": 0, "values": 0, "invalid_json": 0}
+        for batch in batches:
+            ref = plain(batch)
+            got = columnar(batch)
+            for k in stats:
+                stats[k] += col.LAST_STATS.get(k, 0)
+            if ref.equals(got):
+                continue
+            for i in range(len(batch)):
+                if not ref[i].equals(got[i]):
+                    mismatches += 1
+                    if shown < 5:
+                        print(f"  mismatch: {_diff(ref[i].as_py(), got[i].as_py())}")
+                        shown += 1
+        print(
+            f"equality: {n - mismatches:,}/{n:,} records identical, {mismatches} mismatches "
+            f"(checked in {time.perf_counter() - t0:.1f} s)"
+        )
+        print(
+            f"columnar path: {stats['fast']:,} records ({stats['fast'] / n:.1%}), fallback to decode_records "
+            f"{stats['fallback']:,} ({stats['fallback'] / n:.2%}); image values {stats['values']:,}, "
+            f"of which escaped strings (a Python str each) {stats['escaped_values']:,} "
+            f"({stats['escaped_values'] / max(stats['values'], 1):.1%})"
+        )
+
+        # ------------------------------------------------------------- timing
+        runners: dict[str, Callable[[pa.Array], Any]] = {
+            "decode_records": plain,
+            "columnar": columnar,
+            "orjson": by_orjson,
+            "pyarrow_json": by_pyarrow,
+        }
+        spent = dict.fromkeys(runners, 0.0)
+        errors: dict[str, str] = {}
+        names = list(runners)
+        for r in range(args.rounds):
+            for i, batch in enumerate(batches):
+                k = (i + r) % len(names)
+                for name in names[k:] + names[:k]:  # rotate who goes first
+                    if name in errors:
+                        continue
+                    t0 = time.perf_counter()
+                    try:
+                        runners[name](batch)
+                    except Exception as exc:  # noqa: BLE001 - pyarrow may not infer one type
+                        errors[name] = f"{type(exc).__name__}: {str(exc)[:160]}"
+                        continue
+                    spent[name] += time.perf_counter() - t0
+        total = n * args.rounds
+        print(f"\n{'path':16} {'records/s':>11} {'us/record':>10} {'vs decode_records':>18}")
+        for name in names:
+            if name in errors:
+                print(f"{name:16} failed: {errors[name]}")
+                continue
+            us = spent[name] / total * 1e6
+            print(f"{name:16} {total / spent[name]:>11,.0f} {us:>10.2f} {spent['decode_records'] / spent[name]:>17.2f}x")
+
+        if args.profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            for batch in batches:
+                columnar(batch)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

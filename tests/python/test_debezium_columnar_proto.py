@@ -1,0 +1,328 @@
+"""The columnar Debezium JSON prototype gives the very result of ``decode_records``.
+
+Each case is decoded both ways and compared as Arrow (``DECODE_RESULT_DDL``): the
+public corpora, the workload (plain and with Kafka Connect logical types), hostile and
+edge-case envelopes, and (``test_unit_test_batches_agree``) every batch the Debezium
+unit tests hand to ``decode_records``. Cases the prototype cannot do exactly must fall
+back, never differ. Run single-process: ``pytest -p no:xdist tests/python/test_debezium_columnar_proto.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from udfs.decode import decode_records
+from udfs.formats import debezium_json_columnar as col
+
+CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+if not CORPORA.exists():
+    CORPORA = Path("/work/shared/corpora")
+
+TABLES = {
+    "inventory.customers": {"key": ["id"]},
+    "inventory.orders": {"key": ["order_id", "line_no"]},
+    "products": {"key": ["id"]},
+    "customers": {"key": ["id"]},
+    "t": {"key": ["id"]},
+}
+
+
+def _opts(tables: dict[str, Any] | None = None, **options: Any) -> str:
+    return json.dumps({"format": "debezium_json", "tables": tables or TABLES, "options": options}, sort_keys=True)
+
+
+def compare(opts: str, texts: list[str | None], keys: list[str | None] | None = None) -> tuple[int, int]:
+    """Assert both decoders agree on every record; returns (records, fallbacks)."""
+    ref = pa.array(decode_records(opts, texts, keys), type=col.DECODE_TYPE)
+    got = col.decode_debezium_columnar(
+        opts, pa.array(texts, pa.string()), None if keys is None else pa.array(keys, pa.string())
+    )
+    bad = [i for i in range(len(texts)) if not ref[i].equals(got[i])]
+    detail = [(texts[i], ref[i].as_py(), got[i].as_py()) for i in bad[:3]]
+    assert not bad, f"{len(bad)} of {len(texts)} differ, first: {detail}"
+    return len(texts), col.LAST_STATS.get("fallback", 0)
+
+
+def _corpus_texts() -> list[str]:
+    out = []
+    for path in sorted((CORPORA / "flink").glob("debezium-*.txt")):
+        out += [line for line in path.read_text().splitlines() if line.strip()]
+    for path in sorted((CORPORA / "debezium").glob("*.json")):
+        out.append(path.read_text())  # pretty-printed documents: whitespace and newlines
+    return out
+
+
+def test_corpora_agree() -> None:
+    texts = _corpus_texts()
+    assert texts
+    compare(_opts(), texts)
+    compare(_opts(table="products"), texts)
+
+
+def test_workload_agrees_plain_and_logical() -> None:
+    from bench.data import workload
+
+    wl = workload()
+    events = wl.generate(7, 600)
+    rng = random.Random(3)
+    plain, logical = [], []
+    for ev in events:
+        body = wl.render_debezium(ev, rng.random() < 0.5)
+        plain.append(json.dumps(body, ensure_ascii=rng.random() < 0.3))
+        logical.append(json.dumps(wl.render_debezium_json(ev), separators=(",", ":")))
+    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
+    n, fallbacks = compare(_opts(tables), plain)
+    assert fallbacks == 0, "the plain workload is expected on the columnar path"
+    n, fallbacks = compare(_opts(tables), logical)
+    assert fallbacks == n, "logical types go to the fallback"
+    compare(_opts(tables), plain + logical + plain[:50])  # mixed, cached schemas
+
+
+BASE = {
+    "before": None,
+    "after": {"id": 1, "name": "a"},
+    "source": {
+        "version": "2.5.0.Final",
+        "connector": "mysql",
+        "name": "srv",
+        "ts_ms": 1700000000000,
+        "snapshot": "false",
+        "db": "inventory",
+        "table": "t",
+        "server_id": 1,
+        "gtid": None,
+        "file": "mysql-bin.000003",
+        "pos": 154,
+        "row": 0,
+    },
+    "op": "c",
+    "ts_ms": 1700000000123,
+}
+
+
+def _env(**changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(BASE)
+    for k, v in changes.items():
+        if k.startswith("source_"):
+            name = k[len("source_") :]
+            if v is ...:
+                out["source"].pop(name, None)
+            else:
+                out["source"][name] = v
+        elif v is ...:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def _schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
+    row = {"type": "struct", "fields": fields, "optional": True, "name": "x.Value"}
+    return {
+        "type": "struct",
+        "fields": [dict(row, field="before"), dict(row, field="after"), {"type": "struct", "fields": [], "field": "source"}],
+    }
+
+
+def _hostile() -> list[str | None]:
+    S = _schema(
+        [
+            {"type": "int64", "optional": False, "field": "id"},
+            {"type": "string", "optional": True, "field": "name"},
+            {"type": "double", "optional": True, "field": "w"},
+            {"type": "boolean", "optional": True, "field": "ok"},
+            {"type": "int32", "optional": True, "field": "ID2"},
+        ]
+    )
+    envs: list[Any] = [
+        _env(),
+        _env(op="r"),
+        _env(op="u", before={"id": 1, "name": "x"}),
+        _env(op="u", before={"id": 2, "name": "x"}),  # key change: two rows
+        _env(op="u", before=None),
+        _env(op="d", before={"id": 1}, after=None),
+        _env(op="d", before=None, after=None),  # no key
+        _env(op="t", before=None, after=None),
+        _env(op="m"),
+        _env(op="x"),
+        _env(op=1),
+        _env(op=...),
+        _env(transaction={"id": "tx1", "total_order": 1}),
+        _env(transaction=None),
+        _env(after={"id": 1, "name": "__debezium_unavailable_value"}),
+        _env(after={"id": 1, "name": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="}),
+        _env(after={"id": 1, "ID": 2}),
+        _env(after={"ID": 1, "Name": "b"}),
+        _env(after={"id": 1, "meta": {"a": [1, 2.50]}}),
+        _env(after={"id": 1, "w": 1.50, "e": 1e3, "z": -0.0, "n": -0, "big": 123456789012345678901234567890}),
+        _env(after={"id": -0, "ok": True, "no": False, "s": "-0", "nul": None}),
+        _env(after={"id": 1, "s": 'q"\\\n\t\r\b\f\u0001\u007f\u2028 é 😀 /'}),
+        _env(after={"id": "k\u0000z"}),
+        _env(after={}),
+        _env(after=[1]),
+        _env(after="x"),
+        _env(source=None),
+        _env(source=...),
+        _env(source=[1]),
+        _env(source_connector="MySQL"),
+        _env(source_connector="postgresql", source_lsn=33000123, source_file=..., source_pos=...),
+        _env(source_connector="postgresql", source_lsn=None, source_file=..., source_pos=...),
+        _env(source_connector="sqlserver", source_change_lsn="00000027:00000758:0005", source_file=..., source_pos=...),
+        _env(source_connector="oracle", source_scn="1234", source_file=..., source_pos=...),
+        _env(source_connector=None, source_file=..., source_pos=...),
+        _env(source_connector=7),
+        _env(source_file=None),
+        _env(source_file="nodigits"),
+        _env(source_file="bin.0007\n"),
+        _env(source_pos="154"),
+        _env(source_pos=-1),
+        _env(source_pos=1.5),
+        _env(source_row=None),
+        _env(source_row=True),
+        _env(source_ts_ms="1700000000000"),
+        _env(source_ts_us=1700000000000123),
+        _env(source_ts_ns=1700000000000123456),
+        _env(source_ts_ms=99999999999999999),
+        _env(source_ts_ms=-1234),
+        _env(ts_ms=None),
+        _env(ts_ms=1.5),
+        _env(ts_ms=True),
+        _env(source_snapshot="TRUE"),
+        _env(source_snapshot=True),
+        _env(source_snapshot="last"),
+        _env(source_snapshot="incremental"),
+        _env(source_snapshot="İ"),
+        _env(source_table=...),
+        _env(source_table="", source_collection="coll"),
+        _env(source_table=...),
+        _env(source_table="T"),
+        _env(source_table="x" * 300),
+        _env(source_table="nokey"),
+        _env(source_db=None),
+        _env(source_db=5),
+        _env(source_schema="sch"),
+        _env(source_txId=77),
+        _env(source_gtid="g-1"),
+        _env(source_name={"nested": 1}),
+        {"schema": S, "payload": _env()},
+        {"schema": S, "payload": _env(after={"id": "12", "name": 5, "w": "NaN", "ok": None})},
+        {"schema": S, "payload": _env(after={"id": 1.5})},
+        {"schema": S, "payload": _env(after={"id": 1, "w": "abc"})},
+        {"schema": S, "payload": _env(after={"id": 1, "ok": 1})},
+        {"schema": S, "payload": _env(after={"id": 1, "w": 2.25, "ok": False, "ID2": 5, "extra": 3})},
+        {"schema": S, "payload": _env(after={"id": 1, "name": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="})},
+        {"schema": S, "payload": _env(after={"id": "__debezium_unavailable_value"})},
+        {"schema": S, "payload": None},
+        {"schema": None, "payload": _env()},
+        {"schema": {}, "payload": _env()},
+        {"schema": "s", "payload": _env()},
+        {"payload": _env()},
+        {"schema": S, "payload": _env(), "x": 1},
+        {"schema": S, "payload": 5},
+        {"payload": _env(), "schema": S},
+        {"id": 1, "name": "flattened"},
+        [1, 2],
+        "str",
+        5,
+        None,
+    ]
+    texts: list[str | None] = []
+    for e in envs:
+        texts.append(json.dumps(e, ensure_ascii=False))
+        texts.append(json.dumps(e, ensure_ascii=True, separators=(",", ":")))
+        texts.append(json.dumps(e, indent=2))
+    texts += [
+        None,
+        "",
+        "   ",
+        "null",
+        " null ",
+        '{"op":"c","after":{"id":1,',
+        '{"op":"c","after":{"id":1},}',
+        "\ufeff" + json.dumps(_env()),
+        json.dumps(_env()) + " x",
+        json.dumps(_env()).replace('"name": "a"', '"name": "\\ud800"'),
+        json.dumps(_env()).replace('"name": "a"', '"name": "\\ud83d\\ude00"'),
+        json.dumps(_env()).replace('"name": "a"', '"name": "\\\\ud800"'),
+        json.dumps(_env()).replace('"name": "a"', '"na\\"me": "a"'),
+        json.dumps(_env()).replace('"name": "a"', '"\\u006eame": "a"'),
+        json.dumps(_env()).replace('"name": "a"', '"name": "a", "name": "b"'),
+        json.dumps(_env()).replace('"op": "c"', '"op": "c", "op": "d"'),
+        json.dumps(_env()).replace('"name": "a"', '"name": "a\\/b"'),
+        json.dumps(_env()).replace('"name": "a"', '"name": NaN'),
+        json.dumps(_env()).replace('"name": "a"', '"name": 1E400'),
+        json.dumps(_env()).replace('"name": "a"', '"name": ' + "9" * 5000),
+        json.dumps(_env()).replace(": ", " :\t ").replace(", ", " ,\r\n "),
+    ]
+    return texts
+
+
+def test_hostile_and_edge_cases_agree() -> None:
+    texts = _hostile()
+    tables = dict(TABLES, coll={"key": ["id"]}, nokey={})
+    compare(_opts(tables), texts)
+    compare(_opts(tables, table="fallback_table"), texts)
+    compare(_opts({"t": {"key": ["ID"]}}), texts)
+    compare(_opts({"t": {"key": ["name", "id"]}}), texts)
+    rng = random.Random(5)
+    for _ in range(5):  # shuffled batches: fallback and fast records interleaved
+        sample = rng.sample(texts, len(texts) // 2)
+        compare(_opts(tables), sample)
+
+
+def test_kafka_keys_fall_back() -> None:
+    texts = [json.dumps(_env()), json.dumps(_env(op="d", before={"id": 1}, after=None))]
+    compare(_opts(), texts, ['{"id": 1}', None])
+
+
+def test_empty_batch() -> None:
+    assert len(col.decode_debezium_columnar(_opts(), pa.array([], pa.string()))) == 0
+
+
+def test_unit_test_batches_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ``decode_records`` call the Debezium unit tests make, decoded both ways."""
+    import importlib
+
+    mod = importlib.import_module("formats.test_debezium_json")
+    seen: list[int] = []
+
+    def checking(options_json: str, texts: Any, kafka_keys: Any = None, *rest: Any) -> Any:
+        out = decode_records(options_json, texts, kafka_keys, *rest)
+        if json.loads(options_json).get("format") == "debezium_json" and not rest:
+            compare(options_json, list(texts), None if kafka_keys is None else list(kafka_keys))
+            seen.append(len(texts))
+        return out
+
+    monkeypatch.setattr(mod, "decode_records", checking)
+    ran = 0
+    for name in dir(mod):
+        fn = getattr(mod, name)
+        if not name.startswith("test_") or not callable(fn):
+            continue
+        marks = getattr(fn, "pytestmark", [])
+        params = [m for m in marks if m.name == "parametrize"]
+        if not params:
+            if fn.__code__.co_argcount == 0:
+                fn()
+                ran += 1
+            continue
+        if len(params) != 1:
+            continue
+        argnames, values = params[0].args[0], params[0].args[1]
+        names = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+        for v in values:
+            v = v.values if hasattr(v, "values") else v
+            args = v if len(names) > 1 else (v,)
+            try:
+                fn(*args)
+            except TypeError:
+                break
+            ran += 1
+    assert ran > 10 and seen, (ran, seen)
