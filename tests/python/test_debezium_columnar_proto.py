@@ -326,3 +326,10 @@ def test_unit_test_batches_agree(monkeypatch: pytest.MonkeyPatch) -> None:
                 break
             ran += 1
     assert ran > 10 and seen, (ran, seen)
+
+
+def test_bad_options_and_other_formats_fall_back() -> None:
+    texts = [json.dumps(_env())]
+    compare("{not json", texts)
+    compare(json.dumps({"format": "no_such_format"}), texts)
+    compare(json.dumps({"format": "cdl_json", "tables": TABLES}), texts)
