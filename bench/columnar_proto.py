@@ -182,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:16} failed: {errors[name]}")
                 continue
             us = spent[name] / total * 1e6
-            print(f"{name:16} {total / spent[name]:>11,.0f} {us:>10.2f} {spent['decode_records'] / spent[name]:>17.2f}x")
+            print(
+                f"{name:16} {total / spent[name]:>11,.0f} {us:>10.2f} {spent['decode_records'] / spent[name]:>17.2f}x"
+            )
 
         if args.profile:
             import cProfile

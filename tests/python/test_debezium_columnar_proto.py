@@ -127,12 +127,16 @@ def _schema(fields: list[dict[str, Any]]) -> dict[str, Any]:
     row = {"type": "struct", "fields": fields, "optional": True, "name": "x.Value"}
     return {
         "type": "struct",
-        "fields": [dict(row, field="before"), dict(row, field="after"), {"type": "struct", "fields": [], "field": "source"}],
+        "fields": [
+            dict(row, field="before"),
+            dict(row, field="after"),
+            {"type": "struct", "fields": [], "field": "source"},
+        ],
     }
 
 
 def _hostile() -> list[str | None]:
-    S = _schema(
+    sch = _schema(
         [
             {"type": "int64", "optional": False, "field": "id"},
             {"type": "string", "optional": True, "field": "name"},
@@ -211,22 +215,22 @@ def _hostile() -> list[str | None]:
         _env(source_txId=77),
         _env(source_gtid="g-1"),
         _env(source_name={"nested": 1}),
-        {"schema": S, "payload": _env()},
-        {"schema": S, "payload": _env(after={"id": "12", "name": 5, "w": "NaN", "ok": None})},
-        {"schema": S, "payload": _env(after={"id": 1.5})},
-        {"schema": S, "payload": _env(after={"id": 1, "w": "abc"})},
-        {"schema": S, "payload": _env(after={"id": 1, "ok": 1})},
-        {"schema": S, "payload": _env(after={"id": 1, "w": 2.25, "ok": False, "ID2": 5, "extra": 3})},
-        {"schema": S, "payload": _env(after={"id": 1, "name": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="})},
-        {"schema": S, "payload": _env(after={"id": "__debezium_unavailable_value"})},
-        {"schema": S, "payload": None},
+        {"schema": sch, "payload": _env()},
+        {"schema": sch, "payload": _env(after={"id": "12", "name": 5, "w": "NaN", "ok": None})},
+        {"schema": sch, "payload": _env(after={"id": 1.5})},
+        {"schema": sch, "payload": _env(after={"id": 1, "w": "abc"})},
+        {"schema": sch, "payload": _env(after={"id": 1, "ok": 1})},
+        {"schema": sch, "payload": _env(after={"id": 1, "w": 2.25, "ok": False, "ID2": 5, "extra": 3})},
+        {"schema": sch, "payload": _env(after={"id": 1, "name": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="})},
+        {"schema": sch, "payload": _env(after={"id": "__debezium_unavailable_value"})},
+        {"schema": sch, "payload": None},
         {"schema": None, "payload": _env()},
         {"schema": {}, "payload": _env()},
         {"schema": "s", "payload": _env()},
         {"payload": _env()},
-        {"schema": S, "payload": _env(), "x": 1},
-        {"schema": S, "payload": 5},
-        {"payload": _env(), "schema": S},
+        {"schema": sch, "payload": _env(), "x": 1},
+        {"schema": sch, "payload": 5},
+        {"payload": _env(), "schema": sch},
         {"id": 1, "name": "flattened"},
         [1, 2],
         "str",

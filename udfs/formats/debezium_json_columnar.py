@@ -82,21 +82,21 @@ def _split_top(s: str) -> list[str]:
 
 
 def _spark_type(s: str) -> Any:
-    from pyspark.sql import types as T
+    from pyspark.sql import types as spark_types
 
     s = s.strip()
     if s.startswith("struct<"):
         fields = []
         for part in _split_top(s[7:-1]):
             name, _, t = part.strip().partition(":")
-            fields.append(T.StructField(name.strip(), _spark_type(t), True))
-        return T.StructType(fields)
+            fields.append(spark_types.StructField(name.strip(), _spark_type(t), True))
+        return spark_types.StructType(fields)
     if s.startswith("array<"):
-        return T.ArrayType(_spark_type(s[6:-1]), True)
+        return spark_types.ArrayType(_spark_type(s[6:-1]), True)
     if s.startswith("map<"):
         k, v = _split_top(s[4:-1])
-        return T.MapType(_spark_type(k), _spark_type(v), True)
-    return {"string": T.StringType(), "int": T.IntegerType(), "bigint": T.LongType()}[s]
+        return spark_types.MapType(_spark_type(k), _spark_type(v), True)
+    return {"string": spark_types.StringType(), "int": spark_types.IntegerType(), "bigint": spark_types.LongType()}[s]
 
 
 def decode_arrow_type() -> pa.DataType:
@@ -368,9 +368,7 @@ class _Tokens:
                 # source text is already the canonical escaped text, unless it holds a
                 # \uXXXX or a \/ (then the Python encoder writes it)
                 raw = _gather(self.b, v["start"][bs], v["end"][bs])
-                odd = np.asarray(
-                    pc.match_substring_regex(raw, r"\\[u/]").to_numpy(zero_copy_only=False), dtype=bool
-                )
+                odd = np.asarray(pc.match_substring_regex(raw, r"\\[u/]").to_numpy(zero_copy_only=False), dtype=bool)
                 if odd.any():
                     fixed = [_ENCODE(unescaped[i])[1:-1] for i in np.flatnonzero(odd).tolist()]
                     raw = pc.replace_with_mask(raw, pa.array(odd), pa.array(fixed, type=pa.string()))
@@ -403,9 +401,7 @@ def _field_kind(f: Any) -> tuple[int, str | None]:
 # ----------------------------------------------------------------------------- main
 
 
-def decode_debezium_columnar(
-    options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None
-) -> pa.StructArray:
+def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of Debezium JSON records (see module doc)."""
     texts = texts.cast(pa.string())
     if texts.offset:
@@ -569,19 +565,19 @@ def _cut_known_schemas(
     length = np.zeros(n, dtype=np.int64)
     start_of = np.zeros(n, dtype=np.int64)
     for text, i in list(_SCHEMA_IDS.items()):
-        L = len(text)
-        m = np.flatnonzero(left & (p0 + L < ends))
+        size = len(text)
+        m = np.flatnonzero(left & (p0 + size < ends))
         if not len(m):
             continue
         m = m[b[p0[m]] == text[0]]
-        m = m[b[p0[m] + L - 1] == text[-1]]
-        m = m[b[p0[m] + L // 2] == text[L // 2]]
+        m = m[b[p0[m] + size - 1] == text[-1]]
+        m = m[b[p0[m] + size // 2] == text[size // 2]]
         for c in m.tolist():
             if data.startswith(text, int(p0[c])):
                 left[c] = False
                 r = cand[c]
                 sid[r] = i
-                length[r] = L
+                length[r] = size
                 start_of[r] = p0[c]
     hit = sid >= 0
     if not hit.any():
@@ -700,9 +696,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
         close_at = np.empty(len(so), dtype=np.int64)
         lev = tok.level[so]
         clev = tok.level[closers]
-        for L in np.unique(lev):
-            c = closers[clev == L]
-            mm = lev == L
+        for lv in np.unique(lev):
+            c = closers[clev == lv]
+            mm = lev == lv
             close_at[mm] = c[np.searchsorted(c, so[mm])]
         stext = _gather(b, tok.spos[so], tok.spos[close_at] + 1)
         enc = stext.dictionary_encode()
@@ -813,9 +809,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     is_snap = pc.is_in(
         snap_lower, value_set=pa.array(["true", "last", "first", "first_in_data_collection", "last_in_data_collection"])
     )
-    is_snap = np.asarray(pc.fill_null(pc.and_(is_snap, pa.array(snap_kind == K_STR)), False).to_numpy(
-        zero_copy_only=False
-    ), dtype=bool) | (snap_kind == K_TRUE)
+    is_snap = np.asarray(
+        pc.fill_null(pc.and_(is_snap, pa.array(snap_kind == K_STR)), False).to_numpy(zero_copy_only=False), dtype=bool
+    ) | (snap_kind == K_TRUE)
     ops = np.array(["insert", "snapshot", "update", "delete"], dtype=object)
     opc = np.where(op_code < 0, 0, op_code)
     opc = np.where((opc == 0) & is_snap, 1, opc)
@@ -840,13 +836,19 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     file_t = src["file"]
     file_kind = svals["file"][2]
     file_ok = file_kind == K_STR
-    fb |= file_ok & is_mysql & ~np.asarray(
-        pc.string_is_ascii(file_t.fill_null("")).to_numpy(zero_copy_only=False), dtype=bool
+    fb |= (
+        file_ok
+        & is_mysql
+        & ~np.asarray(pc.string_is_ascii(file_t.fill_null("")).to_numpy(zero_copy_only=False), dtype=bool)
     )
-    fb |= file_ok & is_mysql & np.asarray(
-        pc.match_substring(file_t.fill_null(""), "\n").to_numpy(zero_copy_only=False), dtype=bool
+    fb |= (
+        file_ok
+        & is_mysql
+        & np.asarray(pc.match_substring(file_t.fill_null(""), "\n").to_numpy(zero_copy_only=False), dtype=bool)
     )
-    digits = pc.struct_field(pc.extract_regex(pc.if_else(pa.array(file_ok), file_t, pa.nulls(n, pa.string())), r"(?P<d>[0-9]+)$"), [0])
+    digits = pc.struct_field(
+        pc.extract_regex(pc.if_else(pa.array(file_ok), file_t, pa.nulls(n, pa.string())), r"(?P<d>[0-9]+)$"), [0]
+    )
     file_no = pc.utf8_ltrim(digits, "0")
     file_no = pc.if_else(pc.equal(file_no, ""), "0", file_no)
 
@@ -858,6 +860,7 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     seq = pc.if_else(pa.array(is_mysql), my_seq, pc.if_else(pa.array(is_pg), pg_seq, pa.nulls(n, pa.string())))
 
     _tick("tables")
+
     # --- table names
     def name_field(name: str) -> tuple[pa.Array, np.ndarray]:
         kind = svals[name][2]
@@ -868,10 +871,18 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     schema_t, _ = name_field("schema")
     table, tkind = name_field("table")
     coll, ckind = name_field("collection")
-    tbl_ok = np.asarray(pc.fill_null(pc.greater(pc.binary_length(table), 0), False).to_numpy(zero_copy_only=False), dtype=bool)
-    col_ok = np.asarray(pc.fill_null(pc.greater(pc.binary_length(coll), 0), False).to_numpy(zero_copy_only=False), dtype=bool)
-    table = pc.if_else(pa.array(tbl_ok), table, pc.if_else(pa.array(col_ok), coll, pa.scalar(options.get("table"), pa.string())))
-    fb |= ~np.asarray(pc.fill_null(pc.greater(pc.binary_length(table), 0), False).to_numpy(zero_copy_only=False), dtype=bool)
+    tbl_ok = np.asarray(
+        pc.fill_null(pc.greater(pc.binary_length(table), 0), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    col_ok = np.asarray(
+        pc.fill_null(pc.greater(pc.binary_length(coll), 0), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    table = pc.if_else(
+        pa.array(tbl_ok), table, pc.if_else(pa.array(col_ok), coll, pa.scalar(options.get("table"), pa.string()))
+    )
+    fb |= ~np.asarray(
+        pc.fill_null(pc.greater(pc.binary_length(table), 0), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
     # table_id per distinct (db, schema, table)
     codes = []
     dicts = []
@@ -896,13 +907,19 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
             continue
         tid = _table_id(tables, dicts[0][c0], dicts[1][c1], tb)
         keys = (tables.get(tid) or {}).get("key") or None
-        if partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES or not keys or not all(isinstance(k, str) for k in keys):
+        if (
+            partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES
+            or not keys
+            or not all(isinstance(k, str) for k in keys)
+        ):
             tid_bad[j] = True
             keys = []
         tids.append(tid)
         tid_keys.append(list(keys))
     fb |= tid_bad[inv]
-    table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(pa.string())
+    table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(
+        pa.string()
+    )
 
     _tick("entries")
     # --- image entries
@@ -922,7 +939,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     _fast_stats["values"] = len(ecol)
     # TOAST: the placeholder text is "not provided"; a possible base64 placeholder -> fallback
     is_str = ev["kind"] == K_STR
-    toast = is_str & np.asarray(pc.fill_null(pc.equal(etext, UNAVAILABLE), False).to_numpy(zero_copy_only=False), dtype=bool)
+    toast = is_str & np.asarray(
+        pc.fill_null(pc.equal(etext, UNAVAILABLE), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
     b64 = is_str & np.asarray(
         pc.fill_null(pc.starts_with(etext, _B64_PLACEHOLDER_PREFIX), False).to_numpy(zero_copy_only=False), dtype=bool
     )
@@ -957,7 +976,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
     fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
     fb[erec[prov & (fk == F_BOOL) & (ek != K_TRUE) & (ek != K_FALSE) & (ek != K_NULL)]] = True
-    nonfinite = is_str & np.asarray(pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool)
+    nonfinite = is_str & np.asarray(
+        pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
     fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
     etype = ftype_tab[esid, side, rcode]
     # lower-cased names; a name twice in one image (before or after lowering) -> fallback
@@ -1130,7 +1151,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     seq_k = seq.take(pa.array(kidx))
     seq_j = pc.if_else(seq_k.is_null(), "null", _cat('"', seq_k.fill_null(""), '"'))
     op_k = op_arr.take(pa.array(kidx))
-    ident = _cat("[", tid_j, ', "', kt_j, '", "', op_k, '", ', seq_j, ", ", bj, ", ", bcj, ", ", aj, ", ", acj, ", null]")
+    ident = _cat(
+        "[", tid_j, ', "', kt_j, '", "', op_k, '", ', seq_j, ", ", bj, ", ", bcj, ", ", aj, ", ", acj, ", null]"
+    )
     if ident.offset:
         ident = pa.concat_arrays([ident])
     ioff = np.frombuffer(ident.buffers()[1], dtype=np.int32)[: nk + 1].tolist()
@@ -1180,7 +1203,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     }
     _tick("final")
     change = pa.StructArray.from_arrays([cols[f.name] for f in CHANGE_TYPE], fields=list(CHANGE_TYPE))
-    changes = pa.ListArray.from_arrays(pa.array(np.arange(nk + 1, dtype=np.int32)), change, type=DECODE_TYPE.field("changes").type)
+    changes = pa.ListArray.from_arrays(
+        pa.array(np.arange(nk + 1, dtype=np.int32)), change, type=DECODE_TYPE.field("changes").type
+    )
     ddl_type = DECODE_TYPE.field("ddl").type
     result = pa.StructArray.from_arrays(
         [
