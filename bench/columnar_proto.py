@@ -75,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=2, help="passes over the data (default %(default)s)")
     p.add_argument("--data", help="reuse (or write) the files in this folder")
     p.add_argument("--profile", action="store_true", help="print a cProfile of the columnar path")
+    p.add_argument(
+        "--logical",
+        action="store_true",
+        help="envelopes with Kafka Connect logical types (Decimal bytes, MicroTimestamp): the workload's "
+        "debezium_logical rendering, written to --data when given",
+    )
     args = p.parse_args(argv)
 
     import orjson
@@ -91,6 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.data) if args.data else Path(tmp) / "debezium_json"
         files = sorted(folder.glob("part-*.json")) if folder.exists() else []
+        if not files and args.logical:
+            from bench.data import workload
+
+            wl = workload()
+            folder.mkdir(parents=True, exist_ok=True)
+            for chunk in range(0, args.events, 10_000):
+                events = wl.generate(chunk + 1, min(10_000, args.events - chunk))
+                runs = wl.deliver(events, chunk + 1, 1, 0.0, 0.0, kcat_fraction=0.0, logical_types=True, max_files=2)
+                path = folder / f"part-{chunk // 10_000:05d}.json"
+                path.write_bytes(b"".join(f.content for f in runs[0]))
+                files.append(path)
         if not files:
             t0 = time.perf_counter()
             files = write_dataset(case, folder, args.events, seed=1).files

@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.contract import loads_exact
+from udfs.contract import QuarantineError, loads_exact
 from udfs.decode import (
     DECODE_RESULT_DDL,
     MAX_PARTITION_NAME_BYTES,
@@ -165,7 +165,15 @@ EXTRA_FIELDS = [
 ]
 
 # field kinds of a Kafka Connect field schema
-F_PLAIN, F_INT, F_FLOAT, F_BOOL, F_UNSUPPORTED = range(5)
+F_NONE, F_PLAIN, F_INT, F_FLOAT, F_BOOL, F_UNSUPPORTED, F_DECIMAL, F_TS_US, F_TS_MS = range(9)
+#: canonical base64 of the TOAST placeholder's bytes (a binary column's placeholder)
+_B64_PLACEHOLDER = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+_B64 = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"):
+    _B64[_c] = _i
+_B64[ord("=")] = 64
+#: microseconds of 1000-01-01 and of 9999-12-31T23:59:59.999999 (outside: the fallback)
+_TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
 _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
 
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
@@ -380,22 +388,82 @@ class _Tokens:
 # ----------------------------------------------------------------------------- schemas
 
 
-def _field_kind(f: Any) -> tuple[int, str | None]:
+def _field_kind(f: Any) -> tuple[int, str | None, int]:
+    """(field kind, Spark type, decimal scale) of a Kafka Connect field schema."""
     if not isinstance(f, dict):
-        return F_PLAIN, None
-    if f.get("name") is not None:
-        return F_UNSUPPORTED, None
+        return F_NONE, None, 0
+    name = f.get("name")
+    if name is not None:
+        try:
+            kind = connect_types.logical_type(f)
+            if name == connect_types.DECIMAL:
+                scale = connect_types._int_param(f, "scale", None)
+                if scale is not None and 0 <= scale <= 6:  # Arrow writes no exponent up to 6
+                    return F_DECIMAL, kind, scale
+            elif name == "io.debezium.time.MicroTimestamp":
+                return F_TS_US, kind, 0
+            elif name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
+                return F_TS_MS, kind, 0
+        except QuarantineError:
+            pass
+        return F_UNSUPPORTED, None, 0
     t = f.get("type")
     kind = connect_types._PRIMITIVE_TYPES.get(t) if isinstance(t, str) else None
     if t in connect_types._INT_TYPES:
-        return F_INT, kind
+        return F_INT, kind, 0
     if t in connect_types._FLOAT_TYPES:
-        return F_FLOAT, kind
+        return F_FLOAT, kind, 0
     if t == "boolean":
-        return F_BOOL, kind
+        return F_BOOL, kind, 0
     if t == "bytes":
-        return F_UNSUPPORTED, kind
-    return F_PLAIN, kind
+        return F_UNSUPPORTED, kind, 0
+    return F_PLAIN, kind, 0
+
+
+def _patch(base: pa.Array, at: np.ndarray, values: pa.Array) -> pa.Array:
+    """``base`` with the elements at indices ``at`` replaced by ``values``."""
+    if not len(at):
+        return base
+    idx = np.arange(len(base), dtype=np.int64)
+    idx[at] = len(base) + np.arange(len(at))
+    return pa.concat_arrays([base, values.cast(base.type)]).take(pa.array(idx))
+
+
+def _decimal_texts(
+    b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.ndarray
+) -> tuple[pa.Array, np.ndarray]:
+    """Kafka Connect ``Decimal`` values (base64 of the big-endian two's-complement
+    unscaled integer, at most 16 bytes) as decimal text; and which could not be done
+    (bad base64, too long: the fallback decides). Arrow's decimal128 to string is
+    ``_scaled_text`` for scales 0..6."""
+    n = len(start)
+    width = 24
+    length = end - start
+    j = np.arange(width)
+    inside = j[None, :] < length[:, None]
+    ch = b[np.where(inside, start[:, None] + j, 0)]
+    sext = np.where(inside, _B64[ch], 0)
+    is_pad = (sext == 64) & inside
+    npad = is_pad.sum(axis=1)
+    pad_at_end = (is_pad == (inside & (j[None, :] >= (length - npad)[:, None]))).all(axis=1)
+    bad = (length % 4 != 0) | (length > width) | (sext == 255).any(axis=1) | (npad > 2) | ~pad_at_end
+    sext = np.where(is_pad, 0, sext).astype(np.uint32).reshape(n, width // 4, 4)
+    triple = (sext[:, :, 0] << 18) | (sext[:, :, 1] << 12) | (sext[:, :, 2] << 6) | sext[:, :, 3]
+    raw = np.stack(((triple >> 16) & 255, (triple >> 8) & 255, triple & 255), axis=2).reshape(n, -1).astype(np.uint8)
+    nbytes = length // 4 * 3 - npad
+    bad |= nbytes > 16
+    nbytes = np.where(bad, 0, nbytes)
+    neg = (nbytes > 0) & (raw[:, 0] >= 128)
+    k = np.arange(16)
+    src = nbytes[:, None] - 1 - k[None, :]
+    le = np.where(src >= 0, raw[np.arange(n)[:, None], np.clip(src, 0, None)], np.where(neg, 255, 0)[:, None])
+    le = np.ascontiguousarray(le.astype(np.uint8))
+    out = pa.nulls(n, pa.string())
+    for sc in np.unique(scales).tolist():
+        at = np.flatnonzero(scales == sc)
+        dec = pa.Array.from_buffers(pa.decimal128(38, sc), len(at), [None, pa.py_buffer(le[at].tobytes())])
+        out = _patch(out, at, pc.cast(dec, pa.string()))
+    return out, bad
 
 
 # ----------------------------------------------------------------------------- main
@@ -945,13 +1013,17 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     b64 = is_str & np.asarray(
         pc.fill_null(pc.starts_with(etext, _B64_PLACEHOLDER_PREFIX), False).to_numpy(zero_copy_only=False), dtype=bool
     )
-    fb[erec[b64]] = True
+    b64_exact = b64 & np.asarray(
+        pc.fill_null(pc.equal(etext, _B64_PLACEHOLDER), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    fb[erec[b64 & ~b64_exact]] = True
     # schema kinds: per (schema, side, raw name)
     renc = pc.dictionary_encode(raw_names)
     rcode = renc.indices.to_numpy()
     rnames = renc.dictionary.to_pylist()
     used = np.unique(schema_id[erec]) if len(erec) else np.zeros(0, dtype=np.int64)
-    fkind_tab = np.full((len(used), 2, len(rnames)), F_PLAIN, dtype=np.int8)
+    fkind_tab = np.full((len(used), 2, len(rnames)), F_NONE, dtype=np.int8)
+    fscale_tab = np.zeros((len(used), 2, len(rnames)), dtype=np.int32)
     types: list[str | None] = [None]
     type_code = {None: 0}
     ftype_tab = np.zeros((len(used), 2, len(rnames)), dtype=np.int32)
@@ -963,8 +1035,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
             fs = connect_types.field_schemas(fields.get(nm))
             for r_i, rn in enumerate(rnames):
                 if rn in fs:
-                    k, t = _field_kind(fs[rn])
+                    k, t, sc = _field_kind(fs[rn])
                     fkind_tab[u_i, sd, r_i] = k
+                    fscale_tab[u_i, sd, r_i] = sc
                     if t not in type_code:
                         type_code[t] = len(types)
                         types.append(t)
@@ -972,6 +1045,10 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     esid = np.searchsorted(used, schema_id[erec])
     fk = fkind_tab[esid, side, rcode]
     ek = ev["kind"]
+    # the base64 placeholder: not provided in a binary (Decimal) column or one without a
+    # schema; a plain value in a column whose schema is not binary
+    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
+    fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
     prov = ~toast
     fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
     fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
@@ -981,6 +1058,31 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     )
     fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
     etype = ftype_tab[esid, side, rcode]
+    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
+    fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
+    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
+    dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
+    if len(dec_at):
+        fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
+        dtext, dbad = _decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], fscale_tab[esid, side, rcode][dec_at])
+        fb[erec[dec_at[dbad]]] = True
+        etext = _patch(etext, dec_at, dtext)
+        eesc = _patch(eesc, dec_at, dtext)
+    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
+    if len(ts_at):
+        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
+        fb[erec[ts_at[long]]] = True
+        lit = etext.take(pa.array(ts_at))
+        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
+        is_ms = fk[ts_at] == F_TS_MS
+        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
+        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
+        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
+        micros = np.clip(micros, _TS_MIN, _TS_MAX)
+        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
+        ttext = _cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
+        etext = _patch(etext, ts_at, ttext)
+        eesc = _patch(eesc, ts_at, ttext)
     # lower-cased names; a name twice in one image (before or after lowering) -> fallback
     lnames = pc.ascii_lower(raw_names)
     lenc = pc.dictionary_encode(lnames)
