@@ -23,15 +23,24 @@ path:
    compute / numpy over the whole batch; the event id text is assembled column-wise
    and hashed per change (``hashlib.sha256``: the one Python call per record).
 
+Kafka Connect logical types done column-wise: ``Decimal`` with a scale of 0..6 (base64
+decoded by numpy into 16-byte two's complement, written by Arrow's decimal128 to string,
+which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), ``MicroTimestamp``
+and the millisecond ``Timestamp`` s (Arrow ``strftime`` of microseconds, years 1000..9999);
+the base64 TOAST placeholder of a binary column.
+
 Whatever the columnar path does not do exactly is detected and the record is handed to
 ``decode_records`` (results merged back in order): any record not a valid JSON object for
-msgspec (a lone surrogate escape included), a Kafka key, a wrapper whose payload is not an object, an
-unwrapped (flattened) row, ops other than c/r/u/d, a ``transaction`` block, an escaped or
-non-ASCII field name, duplicate names, nested values in the fields read, a Kafka
-Connect field with a logical ``name`` or of type ``bytes``, a value of the wrong JSON
-kind for its schema type, a possible base64 TOAST placeholder, connectors other than
-MySQL / PostgreSQL / none, positions that are not plain non-negative integers, an update
-that changes the key, a missing key. ``LAST_STATS`` holds the counts of the last call.
+msgspec (a lone surrogate escape included), an integer literal that may pass Python's
+4,300 digits, a Kafka key, a wrapper whose payload is not an object (tombstones), an
+unwrapped (flattened) row, ops other than c/r/u/d (truncate, message), a
+``transaction`` block, an escaped or non-ASCII field name, duplicate names, nested values
+in the fields read, other logical types (Date, Time*, ZonedTimestamp, NanoTimestamp,
+VariableScaleDecimal, Decimal of another scale or sent as a number), ``bytes`` fields,
+a value of the wrong JSON kind for its schema type, a non-canonical base64 placeholder,
+connectors other than MySQL / PostgreSQL / none, positions that are not plain
+non-negative integers, an update that changes the key (two rows), a missing key, a table
+name too long. ``LAST_STATS`` holds the counts of the last call.
 """
 
 from __future__ import annotations
