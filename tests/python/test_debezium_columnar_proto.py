@@ -413,3 +413,55 @@ def test_bad_options_and_other_formats_fall_back() -> None:
     compare("{not json", texts)
     compare(json.dumps({"format": "no_such_format"}), texts)
     compare(json.dumps({"format": "cdl_json", "tables": TABLES}), texts)
+
+
+CHARS = [
+    "a",
+    "Z",
+    "é",
+    "😀",
+    "\uffff",
+    "\U00010000",
+    ",",
+    ":",
+    '"',
+    "\\",
+    "\n",
+    "\x00",
+    "\x1f",
+    "\x7f",
+    "\u2028",
+    " ",
+    "/",
+]
+
+
+def test_random_values_and_spellings_agree() -> None:
+    """Values and names of random characters (escapes, controls, astral planes), every
+    JSON spelling (ASCII-escaped, compact, indented), mixed with schemas."""
+    rng = random.Random(17)
+
+    def text() -> str:
+        return "".join(rng.choice(CHARS) for _ in range(rng.randint(0, 8)))
+
+    sch = _schema([{"type": "int64", "optional": False, "field": "id"}, {"type": "string", "field": "s"}])
+    texts = []
+    for _ in range(1500):
+        after: dict[str, Any] = {"id": rng.choice([rng.randint(-(2**63), 2**63 - 1), 0, -1, "7", None])}
+        for _ in range(rng.randint(0, 4)):
+            name = rng.choice(["s", "t", "u", "S", text()])
+            after[name] = rng.choice([text(), None, rng.randint(-10, 10), True, 1.25, "__debezium_unavailable_value"])
+        env: Any = _env(op=rng.choice("crud"), after=after, before=rng.choice([None, after, {"id": 1}]))
+        env["source"]["table"] = rng.choice(["t", "T", "t" + text()])
+        if rng.random() < 0.5:
+            env = {"schema": sch, "payload": env}
+        texts.append(
+            json.dumps(
+                env,
+                ensure_ascii=rng.random() < 0.4,
+                indent=rng.choice([None, None, 1]),
+                separators=rng.choice([(",", ":"), (", ", ": ")]),
+            )
+        )
+    n, fallbacks = compare(_opts(), texts)
+    assert fallbacks < n, "some on the columnar path"
