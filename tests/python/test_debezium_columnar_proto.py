@@ -44,6 +44,7 @@ def compare(opts: str, texts: list[str | None], keys: list[str | None] | None = 
     got = col.decode_debezium_columnar(
         opts, pa.array(texts, pa.string()), None if keys is None else pa.array(keys, pa.string())
     )
+    assert "columnar_error" not in col.LAST_STATS, col.LAST_STATS["columnar_error"]
     bad = [i for i in range(len(texts)) if not ref[i].equals(got[i])]
     detail = [(texts[i], ref[i].as_py(), got[i].as_py()) for i in bad[:3]]
     assert not bad, f"{len(bad)} of {len(texts)} differ, first: {detail}"
@@ -357,9 +358,81 @@ def test_logical_types_agree() -> None:
     compare(_opts(), [json.dumps(_env(after=v)) for v in values + odd])  # schemaless
 
 
-def test_kafka_keys_fall_back() -> None:
-    texts = [json.dumps(_env()), json.dumps(_env(op="d", before={"id": 1}, after=None))]
-    compare(_opts(), texts, ['{"id": 1}', None])
+def test_kafka_keys_agree() -> None:
+    from bench.data import workload
+
+    wl = workload()
+    rng = random.Random(23)
+    texts, keys = [], []
+    for ev in wl.generate(9, 800):
+        body = wl.render_debezium(ev, rng.random() < 0.5, logical_types=rng.random() < 0.3)
+        texts.append(json.dumps(body, ensure_ascii=rng.random() < 0.3))
+        keys.append(
+            json.dumps(wl.render_key(ev, rng.random() < 0.5), separators=rng.choice([(",", ":"), (", ", ": ")]))
+        )
+    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
+    n, fallbacks = compare(_opts(tables), texts, keys)
+    assert fallbacks < n // 10, (fallbacks, n)
+    n, fallbacks = compare(_opts({}), texts, keys)  # no configured key: the Kafka key's columns
+    assert fallbacks < n // 10, (fallbacks, n)
+    key_schema = {"type": "struct", "fields": [{"type": "int64", "optional": False, "field": "id"}]}
+    dec_schema = {
+        "type": "struct",
+        "fields": [
+            {
+                "type": "bytes",
+                "name": "org.apache.kafka.connect.data.Decimal",
+                "parameters": {"scale": "2"},
+                "field": "id",
+            }
+        ],
+    }
+    odd_keys = [
+        None,
+        "null",
+        " null ",
+        "{",
+        "5",
+        '"k"',
+        "[1]",
+        "{}",
+        '{"id": 1}',
+        '{"id": 2}',
+        '{"ID": 1}',
+        '{"id": 1, "ID": 2}',
+        '{"id": "1"}',
+        '{"id": 1.5}',
+        '{"id": null}',
+        '{"id": {"a": 1}}',
+        '{"other": 1}',
+        '{"name": "a", "id": 1}',
+        '{"id": 1, "name": "a"}',
+        '{"i\\u0064": 1}',
+        json.dumps({"schema": key_schema, "payload": {"id": 1}}),
+        json.dumps({"schema": key_schema, "payload": {"id": "x"}}),
+        json.dumps({"schema": key_schema, "payload": None}),
+        json.dumps({"schema": key_schema, "payload": 5}),
+        json.dumps({"schema": None, "payload": {"id": 1}}),
+        json.dumps({"schema": dec_schema, "payload": {"id": "AQ=="}}),
+        json.dumps({"schema": dec_schema, "payload": {"id": "A"}}),
+        json.dumps({"payload": {"id": 1}, "x": 1}),
+    ]
+    envs = [
+        _env(),
+        _env(op="d", before={"id": 1}, after=None),
+        _env(op="d", before=None, after=None),
+        _env(op="u", before={"id": 1}, after={"id": 2, "name": "b"}),
+        _env(op="u", before=None, after={"name": "b"}),
+        _env(op="r", after={"ID": 1, "Name": "b"}),
+        {"schema": _schema([{"type": "int64", "field": "id"}]), "payload": _env()},
+    ]
+    texts2, keys2 = [], []
+    for e in envs:
+        for k in odd_keys:
+            texts2.append(json.dumps(e))
+            keys2.append(k)
+    for tables2 in (TABLES, {}, {"t": {"key": ["name"]}}):
+        compare(_opts(tables2), texts2, keys2)
 
 
 def test_empty_batch() -> None:

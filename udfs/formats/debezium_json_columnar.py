@@ -492,16 +492,18 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
     options = decoder.options
     tables = opts.get("tables") or {}
     eligible = ~np.asarray(texts.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    if kafka_keys is not None:
-        eligible &= np.asarray(kafka_keys.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     # a lone surrogate escape: msgspec rejects it (the validation below), only pairs pass
     idx = np.flatnonzero(eligible)
     sub = texts.take(pa.array(idx, type=pa.int64())) if len(idx) < n else texts
+    sub_keys = None
+    if kafka_keys is not None:
+        kk = kafka_keys.cast(pa.string())
+        sub_keys = kk.take(pa.array(idx, type=pa.int64())) if len(idx) < n else kk
     if opts.get("format") != "debezium_json":
         ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
     else:
         try:
-            ok, fast = _fast(sub, options, tables)
+            ok, fast = _fast(sub, options, tables, sub_keys)
         except Exception as exc:  # noqa: BLE001 - a prototype's bug must not lose a batch
             _fast_stats.clear()
             _fast_stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
@@ -515,6 +517,7 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
         fb_texts = texts.take(pa.array(fb_idx)).to_pylist()
         fb_keys = kafka_keys.take(pa.array(fb_idx)).to_pylist() if kafka_keys is not None else None
         parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
+    LAST_STATS.clear()
     LAST_STATS.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), **_fast_stats)
     if not len(fb_idx):
         return fast
@@ -679,6 +682,181 @@ def _cut_known_schemas(
     return nb, noff, nfirst, sid
 
 
+def _typed(
+    b: np.ndarray,
+    ev: dict[str, np.ndarray],
+    etext: pa.Array,
+    eesc: pa.Array,
+    fk: np.ndarray,
+    scale: np.ndarray,
+    erec: np.ndarray,
+    prov: np.ndarray,
+    fb: np.ndarray,
+) -> tuple[pa.Array, pa.Array]:
+    """Values checked against their field kind (what ``decode_value`` would quarantine
+    sends the record to the fallback) and the logical types decoded, for the values
+    ``prov`` selects; returns the texts and escaped texts with those replaced."""
+    ek = ev["kind"]
+    is_str = ek == K_STR
+    fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
+    fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
+    fb[erec[prov & (fk == F_BOOL) & (ek != K_TRUE) & (ek != K_FALSE) & (ek != K_NULL)]] = True
+    nonfinite = is_str & np.asarray(
+        pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
+    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
+    fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
+    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
+    dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
+    if len(dec_at):
+        fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
+        dtext, dbad = _decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], scale[dec_at])
+        fb[erec[dec_at[dbad]]] = True
+        etext = _patch(etext, dec_at, dtext)
+        eesc = _patch(eesc, dec_at, dtext)
+    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
+    if len(ts_at):
+        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
+        fb[erec[ts_at[long]]] = True
+        lit = etext.take(pa.array(ts_at))
+        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
+        is_ms = fk[ts_at] == F_TS_MS
+        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
+        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
+        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
+        micros = np.clip(micros, _TS_MIN, _TS_MAX)
+        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
+        ttext = _cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
+        etext = _patch(etext, ts_at, ttext)
+        eesc = _patch(eesc, ts_at, ttext)
+    return etext, eesc
+
+
+def _event_keys(
+    keys: pa.Array | None,
+    n: int,
+    tok: _Tokens,
+    schema_id: np.ndarray,
+    schemas: list[Any],
+    image_names: pa.Array,
+    fb: np.ndarray,
+) -> dict[str, Any]:
+    """The Kafka key of each record (``parse_kafka_key``): entries (record, lower-cased
+    name, its code among the image names, place in the key, rank among the record's
+    sorted names, text, escaped text) and whether a record has a non-empty key. Values
+    are decoded by the key's schema, else the after image's field, else the before's."""
+    empty = np.zeros(0, dtype=np.int64)
+    out: dict[str, Any] = {"has": np.zeros(n, dtype=bool), "count": np.zeros(n, dtype=np.int64)}
+    out.update(rec=empty, lcode=empty, order=empty, rank=empty)
+    out.update(names=pa.array([], pa.string()), text=pa.array([], pa.string()), esc=pa.array([], pa.string()))
+    if keys is None:
+        return out
+    valid = ~np.asarray(keys.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    valid &= ~np.asarray(pc.fill_null(pc.equal(keys, "null"), True).to_numpy(zero_copy_only=False), dtype=bool)
+    valid &= ~fb
+    recs = np.flatnonzero(valid)
+    if not len(recs):
+        return out
+    kb, koff = _buffers(keys.take(pa.array(recs)))
+    kfirst = _skip_ws(kb, koff[:-1], koff[1:])
+    ok = _validate(kb, koff, kfirst)
+    if len(kb):
+        ok &= kb[np.minimum(kfirst, len(kb) - 1)] == ord("{")
+    fb[recs[~ok]] = True  # not JSON (quarantined), or not an object: the fallback
+    if not ok.all():
+        recs = recs[ok]
+        if not len(recs):
+            return out
+        kb, koff = _buffers(keys.take(pa.array(recs)))
+        kfirst = _skip_ws(kb, koff[:-1], koff[1:])
+    m = len(recs)
+    kfb = np.zeros(m, dtype=bool)
+    ktok = _Tokens(kb, koff)
+    top = np.searchsorted(ktok.spos, kfirst)
+    role = np.zeros(len(ktok.spos), dtype=np.int8)
+    role[top] = R_TOP
+    cm = role[ktok.parent] == R_TOP
+    slot = _slots(ktok, ktok.colons[cm], ktok.crec[cm], TOP_KEYS, m, kfb)
+    n_top = np.bincount(ktok.crec[cm], minlength=m)
+    wrapped = (slot[1] >= 0) & (n_top == (slot[0] >= 0) + 1)
+    key_open = top.copy()
+    key_sid = np.zeros(m, dtype=np.int64)
+    w = np.flatnonzero(wrapped)
+    if len(w):
+        pv = ktok.values(slot[1][w])
+        key_open[w] = np.where(pv["kind"] == K_OBJ, pv["opener"], -1)  # payload not an object: no key
+        ws = np.flatnonzero(wrapped & (slot[0] >= 0))
+        if len(ws):
+            sv = ktok.values(slot[0][ws])
+            is_obj = sv["kind"] == K_OBJ
+            so = sv["opener"][is_obj]
+            closers = np.flatnonzero(ktok.scls == CLOSE_OBJ)
+            clev = ktok.level[closers]
+            close_at = np.empty(len(so), dtype=np.int64)
+            for lv in np.unique(ktok.level[so]):
+                c = closers[clev == lv]
+                mm = ktok.level[so] == lv
+                close_at[mm] = c[np.searchsorted(c, so[mm])]
+            stext = _gather(kb, ktok.spos[so], ktok.spos[close_at] + 1)
+            key_sid[ws[is_obj]] = [_schema_id(t) for t in stext.to_pylist()]
+    role[:] = R_NONE
+    role[key_open[key_open >= 0]] = R_PAYLOAD
+    em = role[ktok.parent] == R_PAYLOAD
+    ecol = ktok.colons[em]
+    erec = ktok.crec[em]
+    ns, ne = ktok.key_spans(ecol)
+    kfb[erec[ktok.key_has_bs(ns, ne)]] = True
+    raw = _gather(kb, ns, ne)
+    kfb[erec[~np.asarray(pc.string_is_ascii(raw).to_numpy(zero_copy_only=False), dtype=bool)]] = True
+    ev = ktok.values(ecol)
+    kfb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
+    text, esc, _ = ktok.texts(ev, need_esc=True)
+    if len(ecol):
+        # field schema: the key's own, else the after image's, else the before image's
+        rn = pc.dictionary_encode(raw)
+        rcode = rn.indices.to_numpy().astype(np.int64)
+        rnames = rn.dictionary.to_pylist()
+        combos, inv = np.unique(np.stack((key_sid[erec], schema_id[recs][erec], rcode)), axis=1, return_inverse=True)
+        inv = np.asarray(inv).ravel()
+        fk_c = np.zeros(combos.shape[1], dtype=np.int8)
+        sc_c = np.zeros(combos.shape[1], dtype=np.int32)
+        for c_i, (k_s, e_s, r_c) in enumerate(combos.T.tolist()):
+            env = _envelope_fields(schemas[e_s]) if e_s else {}
+            fields = {
+                **connect_types.field_schemas(env.get("before")),
+                **connect_types.field_schemas(env.get("after")),
+                **(connect_types.field_schemas(schemas[k_s]) if k_s else {}),
+            }
+            k, _, sc = _field_kind(fields.get(rnames[r_c]))
+            fk_c[c_i], sc_c[c_i] = k, sc
+        text, esc = _typed(kb, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(ecol), dtype=bool), kfb)
+    lnames = pc.ascii_lower(raw)
+    le = pc.dictionary_encode(lnames)
+    lc = le.indices.to_numpy().astype(np.int64)
+    nl = max(len(le.dictionary), 1)
+    dk = np.sort(erec * nl + lc)
+    dups = dk[1:][dk[1:] == dk[:-1]]
+    if len(dups):  # a name twice once lower-cased: the fallback
+        kfb[np.unique(dups // nl)] = True
+    fb[recs[kfb]] = True
+    # place in the key (its order) and rank among the record's names (sorted)
+    order = np.arange(len(ecol)) - np.searchsorted(erec, erec)
+    rank_of = np.empty(nl, dtype=np.int64)
+    rank_of[np.argsort(np.array(le.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(
+        len(le.dictionary)
+    )
+    by_name = np.lexsort((rank_of[lc], erec))
+    rank = np.empty(len(ecol), dtype=np.int64)
+    rank[by_name] = np.arange(len(ecol)) - np.searchsorted(erec[by_name], erec[by_name])
+    count = np.bincount(erec, minlength=m)
+    out["has"][recs[(count > 0) & ~kfb]] = True
+    out["count"][recs] = count
+    image_code = pc.index_in(lnames, value_set=image_names).fill_null(-1).to_numpy().astype(np.int64)
+    out.update(rec=recs[erec], lcode=image_code, order=order, rank=rank, names=lnames, text=text, esc=esc)
+    return out
+
+
 def _field_values(
     tok: _Tokens, slot: np.ndarray, names: list[str], n: int
 ) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, pa.Array]]:
@@ -701,7 +879,9 @@ def _field_values(
     return out
 
 
-def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]) -> tuple[np.ndarray, pa.Array]:
+def _fast(
+    texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any], keys: pa.Array | None = None
+) -> tuple[np.ndarray, pa.Array]:
     """(which records the columnar path decoded, their results in order)."""
     n = len(texts)
     _fast_stats.clear()
@@ -722,7 +902,9 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     _fast_stats["invalid_json"] = int(fb.sum())
     if fb.any():  # tokenize the valid records only (quotes pair up within a valid text)
         keep = np.flatnonzero(~fb)
-        ok_sub, res = _fast(texts.take(pa.array(keep)), options, tables)
+        ok_sub, res = _fast(
+            texts.take(pa.array(keep)), options, tables, None if keys is None else keys.take(pa.array(keep))
+        )
         ok = np.zeros(n, dtype=bool)
         ok[keep[ok_sub]] = True
         return ok, res
@@ -983,17 +1165,15 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
             tid_bad[j] = True
             continue
         tid = _table_id(tables, dicts[0][c0], dicts[1][c1], tb)
-        keys = (tables.get(tid) or {}).get("key") or None
-        if (
-            partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES
-            or not keys
-            or not all(isinstance(k, str) for k in keys)
-        ):
+        cfg_keys = (tables.get(tid) or {}).get("key") or None
+        if partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES:
             tid_bad[j] = True
-            keys = []
+        if not cfg_keys or not isinstance(cfg_keys, list) or not all(isinstance(k, str) for k in cfg_keys):
+            cfg_keys = []  # no configured key: the event's own key, else the fallback
         tids.append(tid)
-        tid_keys.append(list(keys))
+        tid_keys.append(list(cfg_keys))
     fb |= tid_bad[inv]
+    tid_nokey = np.array([not k for k in tid_keys], dtype=bool)
     table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(
         pa.string()
     )
@@ -1053,45 +1233,13 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
                     ftype_tab[u_i, sd, r_i] = type_code[t]
     esid = np.searchsorted(used, schema_id[erec])
     fk = fkind_tab[esid, side, rcode]
-    ek = ev["kind"]
     # the base64 placeholder: not provided in a binary (Decimal) column or one without a
     # schema; a plain value in a column whose schema is not binary
     toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
     fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
     prov = ~toast
-    fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
-    fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
-    fb[erec[prov & (fk == F_BOOL) & (ek != K_TRUE) & (ek != K_FALSE) & (ek != K_NULL)]] = True
-    nonfinite = is_str & np.asarray(
-        pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
     etype = ftype_tab[esid, side, rcode]
-    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
-    fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
-    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
-    dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
-    if len(dec_at):
-        fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
-        dtext, dbad = _decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], fscale_tab[esid, side, rcode][dec_at])
-        fb[erec[dec_at[dbad]]] = True
-        etext = _patch(etext, dec_at, dtext)
-        eesc = _patch(eesc, dec_at, dtext)
-    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
-    if len(ts_at):
-        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
-        fb[erec[ts_at[long]]] = True
-        lit = etext.take(pa.array(ts_at))
-        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
-        is_ms = fk[ts_at] == F_TS_MS
-        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
-        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
-        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
-        micros = np.clip(micros, _TS_MIN, _TS_MAX)
-        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
-        ttext = _cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
-        etext = _patch(etext, ts_at, ttext)
-        eesc = _patch(eesc, ts_at, ttext)
+    etext, eesc = _typed(b, ev, etext, eesc, fk, fscale_tab[esid, side, rcode], erec, prov, fb)
     # lower-cased names; a name twice in one image (before or after lowering) -> fallback
     lnames = pc.ascii_lower(raw_names)
     lenc = pc.dictionary_encode(lnames)
@@ -1109,16 +1257,35 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     # --- keys (from the configured key columns; the images are lower-cased)
     keypos_tab = np.full((len(tids), nl), -1, dtype=np.int64)
     nkeys = np.array([len(k) for k in tid_keys], dtype=np.int64)
-    for t_i, keys in enumerate(tid_keys):
-        pos_of = {k: i for i, k in enumerate(keys)}
+    for t_i, cfg_keys in enumerate(tid_keys):
+        pos_of = {k: i for i, k in enumerate(cfg_keys)}
         for l_i, name in enumerate(ldict):
             if name in pos_of:
                 keypos_tab[t_i, l_i] = pos_of[name]
     etid = inv[erec]
     ekeypos = keypos_tab[etid, lcode]
+    # the Kafka key, when the record has one: its columns (sorted) are the key columns
+    ek_ = _event_keys(keys, n, tok, schema_id, schemas, lenc.dictionary, fb)
+    has_ek = ek_["has"]
+    fb |= tid_nokey[inv] & ~has_ek
+    nkeys_rec = np.where(has_ek, ek_["count"], nkeys[inv])
+    if has_ek.any():
+        # an image column's place among its record's sorted key columns (-1: not one)
+        known = ek_["lcode"] >= 0
+        combo = (ek_["rec"] * nl + ek_["lcode"])[known]
+        krank = ek_["rank"][known]
+        srt = np.argsort(combo, kind="stable")
+        combo, krank = combo[srt], krank[srt]
+        mine = erec * nl + lcode
+        ev_pos = np.full(len(mine), -1, dtype=np.int64)
+        if len(combo):
+            j = np.clip(np.searchsorted(combo, mine), 0, len(combo) - 1)
+            hit = combo[j] == mine
+            ev_pos[hit] = krank[j[hit]]
+        ekeypos = np.where(has_ek[erec], ev_pos, ekeypos)
     is_key = prov & (ekeypos >= 0)
     kcount = np.bincount(image_id[is_key], minlength=2 * n).reshape(n, 2)
-    full_key = kcount == nkeys[inv][:, None]
+    full_key = (kcount == nkeys_rec[:, None]) & (nkeys_rec[:, None] > 0)
     full_key[:, 0] &= present["before"]
     full_key[:, 1] &= present["after"]
     old_key, new_key = full_key[:, 0], full_key[:, 1]
@@ -1126,10 +1293,14 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     is_del = opc == 3
     is_upd = opc == 2
     is_ins = (opc == 0) | (opc == 1)
+    # delete: event key, old, new; update: new, event key, old; insert: new, event key
     key_side[is_del & old_key] = 0
     key_side[is_del & ~old_key & new_key] = 1
-    key_side[is_upd & new_key] = 1
+    key_side[is_del & has_ek] = 2
     key_side[is_upd & ~new_key & old_key] = 0
+    key_side[is_upd & ~new_key & has_ek] = 2
+    key_side[is_upd & new_key] = 1
+    key_side[is_ins & ~new_key & has_ek] = 2
     key_side[is_ins & new_key] = 1
     fb |= key_side < 0
     # an update changing the key (two rows) -> fallback
@@ -1222,23 +1393,39 @@ def _fast(texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any]
     ekp = ekeypos[sel]
     kmask = (ekp >= 0) & (side_k == ks[erec_k])
     ksel = np.flatnonzero(kmask)
-    korder = np.lexsort((ekp[ksel], erec_k[ksel]))
-    ksel = ksel[korder]
-    k_counts = np.bincount(erec_k[ksel], minlength=nk)
-    k_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(k_counts, out=k_off[1:])
-    key_map = pa.MapArray.from_arrays(
-        pa.array(k_off), names_k.take(pa.array(ksel)), text_k.take(pa.array(ksel)), type=MAP_TYPE
-    )
     # name rank by code point (sort_keys)
     rank = np.empty(nl, dtype=np.int64)
     rank[np.argsort(np.array(ldict, dtype=object), kind="stable")] = np.arange(len(ldict))
     rk = rank[lc_k]
-    ksorted = ksel[np.lexsort((rk[ksel], erec_k[ksel]))]
+    # key entries: from an image (the key columns' order) or the Kafka key (its own order)
+    k_rec = erec_k[ksel]
+    k_pos = ekp[ksel]
+    k_names = names_k.take(pa.array(ksel))
+    k_text = text_k.take(pa.array(ksel))
+    k_esc = esc_k.take(pa.array(ksel))
+    if has_ek.any():
+        e_at = np.flatnonzero(keep[ek_["rec"]] & (key_side[ek_["rec"]] == 2))
+        k_rec = np.concatenate((k_rec, newrec[ek_["rec"][e_at]]))
+        k_pos = np.concatenate((k_pos, ek_["order"][e_at]))
+        k_names = pa.concat_arrays([k_names, ek_["names"].take(pa.array(e_at, type=pa.int64()))])
+        k_text = pa.concat_arrays([k_text, ek_["text"].take(pa.array(e_at, type=pa.int64()))])
+        k_esc = pa.concat_arrays([k_esc, ek_["esc"].take(pa.array(e_at, type=pa.int64()))])
+    korder = np.lexsort((k_pos, k_rec))
+    k_counts = np.bincount(k_rec, minlength=nk)
+    k_off = np.zeros(nk + 1, dtype=np.int32)
+    np.cumsum(k_counts, out=k_off[1:])
+    key_map = pa.MapArray.from_arrays(
+        pa.array(k_off), k_names.take(pa.array(korder)), k_text.take(pa.array(korder)), type=MAP_TYPE
+    )
+    ksort = pc.sort_indices(
+        pa.table({"r": pa.array(k_rec, type=pa.int64()), "n": k_names}),
+        sort_keys=[("r", "ascending"), ("n", "ascending")],
+    )
 
     # every provided value as JSON (the text quoted and escaped, or null)
     vj = pc.coalesce(_cat('"', esc_k, '"'), "null")
-    kent = _cat('"', names_k.take(pa.array(ksorted)), '":', vj.take(pa.array(ksorted)))
+    k_vj = pc.coalesce(_cat('"', k_esc, '"'), "null")
+    kent = _cat('"', k_names.take(ksort), '":', k_vj.take(ksort))
     key_text = _cat("{", _join_lists(k_off, kent, ","), "}")
 
     _tick("event_id")
