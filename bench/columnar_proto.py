@@ -81,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         help="envelopes with Kafka Connect logical types (Decimal bytes, MicroTimestamp): the workload's "
         "debezium_logical rendering, written to --data when given",
     )
+    p.add_argument(
+        "--kcat",
+        action="store_true",
+        help="kcat -J lines (every record with its Kafka key, tombstones after half the deletes), cut as "
+        "cdc_read_records does, written to --data when given",
+    )
     args = p.parse_args(argv)
 
     import orjson
@@ -97,6 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.data) if args.data else Path(tmp) / "debezium_json"
         files = sorted(folder.glob("part-*.json")) if folder.exists() else []
+        if not files and args.kcat:
+            from bench.data import workload
+
+            wl = workload()
+            folder.mkdir(parents=True, exist_ok=True)
+            for chunk in range(0, args.events, 10_000):
+                events = wl.generate(chunk + 1, min(10_000, args.events - chunk))
+                runs = wl.deliver(events, chunk + 1, 1, 0.0, 0.0, kcat_fraction=1.0, max_files=2)
+                path = folder / f"part-{chunk // 10_000:05d}.json"
+                path.write_bytes(b"".join(f.content for f in runs[0]))
+                files.append(path)
         if not files and args.logical:
             from bench.data import workload
 
@@ -112,28 +129,47 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             files = write_dataset(case, folder, args.events, seed=1).files
             print(f"generated {args.events:,} events in {time.perf_counter() - t0:.1f} s under {folder}")
-        texts = pa.concat_arrays([_lines(f) for f in files])
+        if args.kcat:
+            from udfs.spark_udfs import file_records_struct
+
+            struct_type = pa.struct([("text", pa.string()), ("kafka_key", pa.string())])
+            parts = [file_records_struct(f.read_bytes(), "kcat", opts, struct_type) for f in files]
+            texts = pa.concat_arrays([part.field("text") for part in parts])
+            keys: pa.Array | None = pa.concat_arrays([part.field("kafka_key") for part in parts])
+        else:
+            texts = pa.concat_arrays([_lines(f) for f in files])
+            keys = None
         n = len(texts)
         nbytes = sum(f.stat().st_size for f in files)
-        batches = [texts.slice(i, args.batch) for i in range(0, n, args.batch)]
+        batches = [
+            (texts.slice(i, args.batch), None if keys is None else keys.slice(i, args.batch))
+            for i in range(0, n, args.batch)
+        ]
         print(f"{n:,} records, {nbytes / 1e6:.1f} MB, {len(batches)} batches of {args.batch}")
 
-        def plain(batch: pa.Array) -> pa.Array:
-            return pa.array(decode_records(opts, batch.to_pylist()), type=decode_type)
+        def plain(batch: Any) -> pa.Array:
+            text, key = batch
+            keys_py = None if key is None else key.to_pylist()
+            return pa.array(decode_records(opts, text.to_pylist(), keys_py), type=decode_type)
 
-        def columnar(batch: pa.Array) -> pa.Array:
-            return col.decode_debezium_columnar(opts, batch)
+        def columnar(batch: Any) -> pa.Array:
+            return col.decode_debezium_columnar(opts, *batch)
 
-        def columnar_cold(batch: pa.Array) -> pa.Array:
+        def columnar_cold(batch: Any) -> pa.Array:
             del col._SCHEMAS[1:]  # every batch parses its Kafka Connect schemas again
             col._SCHEMA_IDS.clear()
-            return col.decode_debezium_columnar(opts, batch)
+            return col.decode_debezium_columnar(opts, *batch)
 
-        def by_orjson(batch: pa.Array) -> int:
+        def by_orjson(batch: Any) -> int:
             loads = orjson.loads
-            return len([loads(t) for t in batch.to_pylist()])
+            text, key = batch
+            parsed = [loads(t) for t in text.to_pylist() if t is not None]
+            if key is not None:
+                parsed += [loads(k) for k in key.to_pylist() if k is not None]
+            return len(parsed)
 
-        def by_pyarrow(batch: pa.Array) -> int:
+        def by_pyarrow(batch: Any) -> int:
+            batch = batch[0].drop_null()
             body = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(batch)], pa.int32()), batch), "\n")
             buf = body[0].as_buffer()
             table = pj.read_json(io.BytesIO(buf.to_pybytes()), read_options=pj.ReadOptions(block_size=buf.size + 1))
@@ -149,9 +185,11 @@ def main(argv: list[str] | None = None) -> int:
             got = columnar(batch)
             for k in stats:
                 stats[k] += col.LAST_STATS.get(k, 0)
+            if "columnar_error" in col.LAST_STATS:
+                print(f"  columnar error (the batch fell back): {col.LAST_STATS['columnar_error']}")
             if ref.equals(got):
                 continue
-            for i in range(len(batch)):
+            for i in range(len(ref)):
                 if not ref[i].equals(got[i]):
                     mismatches += 1
                     if shown < 5:

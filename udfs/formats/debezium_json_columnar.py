@@ -491,8 +491,11 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
         return pa.array(decode_records(options_json, texts.to_pylist(), keys), type=DECODE_TYPE)
     options = decoder.options
     tables = opts.get("tables") or {}
-    eligible = ~np.asarray(texts.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    # a lone surrogate escape: msgspec rejects it (the validation below), only pairs pass
+    # a Kafka tombstone (null value, or the text null): skipped, built here
+    tomb = np.asarray(pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False), dtype=bool) & (
+        opts.get("format") == "debezium_json"
+    )
+    eligible = ~tomb
     idx = np.flatnonzero(eligible)
     sub = texts.take(pa.array(idx, type=pa.int64())) if len(idx) < n else texts
     sub_keys = None
@@ -509,20 +512,29 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
             _fast_stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
             ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
     fast_idx = idx[ok]
+    tomb_idx = np.flatnonzero(tomb)
     fb_mask = np.ones(n, dtype=bool)
     fb_mask[fast_idx] = False
+    fb_mask[tomb_idx] = False
     fb_idx = np.flatnonzero(fb_mask)
     parts = [fast]
+    if len(tomb_idx):
+        fast_idx = np.concatenate((fast_idx, tomb_idx))
+        parts.append(_tombstones(len(tomb_idx)))
+        if len(parts[0]) == 0:
+            parts = parts[1:]
+        else:
+            parts = [pa.concat_arrays(parts)]
     if len(fb_idx):
         fb_texts = texts.take(pa.array(fb_idx)).to_pylist()
         fb_keys = kafka_keys.take(pa.array(fb_idx)).to_pylist() if kafka_keys is not None else None
         parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
     LAST_STATS.clear()
-    LAST_STATS.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), **_fast_stats)
-    if not len(fb_idx):
+    LAST_STATS.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), tombstones=len(tomb_idx), **_fast_stats)
+    if not len(fb_idx) and not len(tomb_idx):
         return fast
     if not len(fast_idx):
-        return parts[1]
+        return parts[-1]
     order = np.concatenate((fast_idx, fb_idx))
     inverse = np.empty(n, dtype=np.int64)
     inverse[order] = np.arange(n)
@@ -530,6 +542,24 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
 
 
 _fast_stats: dict[str, Any] = {}
+
+
+def _tombstones(k: int) -> pa.StructArray:
+    """``k`` results ``skipped`` / ``tombstone`` with no change (as ``decode_records``)."""
+    changes_type = DECODE_TYPE.field("changes").type
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(["skipped"] * k, pa.string()),
+            pa.array(["tombstone"] * k, pa.string()),
+            pa.ListArray.from_arrays(
+                pa.array(np.zeros(k + 1, dtype=np.int32)), pa.array([], CHANGE_TYPE), type=changes_type
+            ),
+            pa.nulls(k, DECODE_TYPE.field("ddl").type),
+        ],
+        fields=list(DECODE_TYPE),
+    )
+
+
 #: seconds per stage, accumulated over calls (PROFILE_STAGES switches it on)
 PROFILE_STAGES = False
 STAGE_SECONDS: dict[str, float] = {}
