@@ -27,20 +27,23 @@ Kafka Connect logical types done column-wise: ``Decimal`` with a scale of 0..6 (
 decoded by numpy into 16-byte two's complement, written by Arrow's decimal128 to string,
 which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), ``MicroTimestamp``
 and the millisecond ``Timestamp`` s (Arrow ``strftime`` of microseconds, years 1000..9999);
-the base64 TOAST placeholder of a binary column.
+the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
+without their schema, values decoded by the key's field schema, else the images') are
+tokenized the same way as a second small batch; tombstones (a null value or ``null``)
+are built directly.
 
 Whatever the columnar path does not do exactly is detected and the record is handed to
-``decode_records`` (results merged back in order): any record not a valid JSON object for
-msgspec (a lone surrogate escape included), an integer literal that may pass Python's
-4,300 digits, a Kafka key, a wrapper whose payload is not an object (tombstones), an
-unwrapped (flattened) row, ops other than c/r/u/d (truncate, message), a
-``transaction`` block, an escaped or non-ASCII field name, duplicate names, nested values
-in the fields read, other logical types (Date, Time*, ZonedTimestamp, NanoTimestamp,
-VariableScaleDecimal, Decimal of another scale or sent as a number), ``bytes`` fields,
-a value of the wrong JSON kind for its schema type, a non-canonical base64 placeholder,
-connectors other than MySQL / PostgreSQL / none, positions that are not plain
-non-negative integers, an update that changes the key (two rows), a missing key, a table
-name too long. ``LAST_STATS`` holds the counts of the last call.
+``decode_records`` (results merged back in order): any record or key not a valid JSON
+object for msgspec (a lone surrogate escape included), an integer literal that may pass
+Python's 4,300 digits, a wrapper whose payload is not an object, an unwrapped
+(flattened) row, ops other than c/r/u/d (truncate, message), a ``transaction`` block, an
+escaped or non-ASCII field name, duplicate names, nested values in the fields read,
+other logical types (Date, Time*, ZonedTimestamp, NanoTimestamp, VariableScaleDecimal,
+Decimal of another scale or sent as a number), ``bytes`` fields, a value of the wrong
+JSON kind for its schema type, a non-canonical base64 placeholder, connectors other than
+MySQL / PostgreSQL / none, positions that are not plain non-negative integers, an update
+that changes the key (two rows), a missing key, a table name too long. ``LAST_STATS``
+holds the counts of the last call.
 """
 
 from __future__ import annotations
