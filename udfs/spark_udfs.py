@@ -280,6 +280,81 @@ def arcion_operationcount_array(texts: pa.Array) -> pa.StructArray:
     return _struct_array(frame, valid, ARCION_OPERATIONCOUNT_FIELDS)
 
 
+def columnar_feed(options_json: str) -> bool:
+    """Whether a feed's rows go to the columnar Debezium JSON decoder: ``debezium_json``
+    options whose feed option ``columnar`` is not false (options that do not parse go
+    to ``decode_records``, which quarantines their records with the reason)."""
+    from udfs.decode import _decoder
+
+    try:
+        decoder, opts = _decoder(options_json)
+    except (ValueError, KeyError, TypeError):
+        return False
+    return opts.get("format") == "debezium_json" and bool(getattr(decoder, "columnar", False))
+
+
+def decode_array(
+    options: pa.Array,
+    text: pa.Array,
+    kafka_key: pa.Array,
+    source_file: pa.Array,
+    header: pa.Array,
+    decode_type: pa.DataType,
+) -> pa.Array:
+    """Pure batch function behind ``cdc_decode``: one ``decode_type`` result per row.
+
+    The rows are grouped by their options (a batch nearly always holds one feed). A
+    ``debezium_json`` feed (unless its option ``columnar`` is false) is decoded by
+    :func:`udfs.formats.debezium_json_columnar.decode_debezium_columnar` on the Arrow
+    slices of its rows (no Python object per row; the records it cannot do exactly go
+    to ``decode_records`` inside it); every other feed's rows become Python values
+    (``to_pylist``) for :func:`udfs.decode.decode_records`. The results are merged back
+    in row order; both paths give the very same result.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = len(text)
+    if n == 0:
+        return pa.array([], type=decode_type)
+    groups = pc.fill_null(options.cast(pa.string()), "{}").dictionary_encode()
+    codes = groups.indices.to_numpy(zero_copy_only=False)
+    parts: list[pa.Array] = []
+    rows: list[np.ndarray] = []
+    for code, value in enumerate(groups.dictionary.to_pylist()):
+        opts = value or "{}"  # as an empty options text always was
+        idx = np.flatnonzero(codes == code)
+        if not len(idx):
+            continue
+        take = pa.array(idx, type=pa.int64()) if len(idx) < n else None
+
+        def part(column: pa.Array, take: pa.Array | None = take) -> pa.Array:
+            return column if take is None else column.take(take)
+
+        if columnar_feed(opts):
+            from udfs.formats.debezium_json_columnar import decode_debezium_columnar
+
+            decoded = decode_debezium_columnar(opts, part(text), part(kafka_key))
+        else:
+            decoded = pa.array(
+                decode_records(
+                    opts,
+                    part(text).to_pylist(),
+                    part(kafka_key).to_pylist(),
+                    part(source_file).to_pylist(),
+                    part(header).to_pylist(),
+                ),
+                type=decode_type,
+            )
+        parts.append(decoded)
+        rows.append(idx)
+    if len(parts) == 1:
+        return parts[0]
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[np.concatenate(rows)] = np.arange(n)
+    return pa.concat_arrays(parts).take(pa.array(inverse))
+
+
 WIDEST_TYPE_DDL = "struct<spark_type:string, conflict:string>"
 
 
@@ -312,23 +387,7 @@ def register(spark: Any) -> None:
             import signal
 
             os.killpg(int(os.environ.get("CDC_DRIVER_PGID", os.getpgid(0))), signal.SIGKILL)
-        opts = options.to_pylist()
-        texts = text.to_pylist()
-        keys = kafka_key.to_pylist()
-        files = source_file.to_pylist()
-        headers = header.to_pylist()
-        results: list[Any] = [None] * len(texts)
-        # A batch nearly always holds one feed: decode each feed's rows together.
-        by_options: dict[str, list[int]] = {}
-        for i, o in enumerate(opts):
-            by_options.setdefault(o or "{}", []).append(i)
-        for o, idx in by_options.items():
-            decoded = decode_records(
-                o, [texts[i] for i in idx], [keys[i] for i in idx], [files[i] for i in idx], [headers[i] for i in idx]
-            )
-            for i, r in zip(idx, decoded, strict=True):
-                results[i] = r
-        return pa.array(results, type=decode_type)
+        return decode_array(options, text, kafka_key, source_file, header, decode_type)
 
     @arrow_udf(ARCION_CURSOR_DDL)  # type: ignore[misc]
     def arcion_cursor(text: pa.Array) -> pa.Array:

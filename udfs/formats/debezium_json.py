@@ -20,6 +20,12 @@ Decisions:
   of the table named by the feed option ``table``.
 * Kafka key values are decoded like image values (by the key's schema, else the image
   field of the same name), so a delete's key matches the key its insert had.
+
+Feed options: ``table`` (above) and ``columnar`` (true by default): ``cdc_decode``
+decodes a batch of this feed's records column-wise with
+:mod:`udfs.formats.debezium_json_columnar`, which gives the very result of this decoder
+(the records it cannot do exactly are decoded here); ``columnar: false`` decodes every
+record here.
 """
 
 from __future__ import annotations
@@ -116,7 +122,16 @@ class DebeziumJsonDecoder(Decoder):
     identifier: ClassVar[str] = "debezium_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "documents", "kcat", "kafka_parquet")
-    option_names: ClassVar[tuple[str, ...]] = ("table",)
+    option_names: ClassVar[tuple[str, ...]] = ("table", "columnar")
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        columnar = self.options.get("columnar", True)
+        if not isinstance(columnar, bool):
+            raise ValueError(f"debezium_json: columnar must be true or false, not {columnar!r}")
+        #: ``cdc_decode`` decodes this feed's batches column-wise
+        #: (:mod:`udfs.formats.debezium_json_columnar`); false: record by record here
+        self.columnar = columnar
 
     def decode(self, record: Record) -> list[Change]:
         if record.text is None or record.text.strip() == "null":

@@ -1,4 +1,4 @@
-"""PROTOTYPE: a columnar Debezium JSON decoder giving the very result of ``decode_records``.
+"""A columnar Debezium JSON decoder giving the very result of ``decode_records``.
 
 ``decode_debezium_columnar(options_json, texts, kafka_keys)`` takes a batch of record
 lines as an Arrow string array and returns the ``cdc_decode`` result (``DECODE_RESULT_DDL``
@@ -510,7 +510,7 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
     else:
         try:
             ok, fast = _fast(sub, options, tables, sub_keys)
-        except Exception as exc:  # noqa: BLE001 - a prototype's bug must not lose a batch
+        except Exception as exc:  # noqa: BLE001 - a bug here must not lose a batch: decode_records takes them all
             _fast_stats.clear()
             _fast_stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
             ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)

@@ -172,7 +172,7 @@ def test_decoder_identity() -> None:
     assert DebeziumJsonDecoder.identifier == "debezium_json"
     assert DebeziumJsonDecoder.default_framing == "lines"
     assert DebeziumJsonDecoder.framings == ("lines", "documents", "kcat", "kafka_parquet")
-    assert DebeziumJsonDecoder.option_names == ("table",)
+    assert DebeziumJsonDecoder.option_names == ("table", "columnar")
 
 
 def test_payload_only_insert() -> None:

@@ -1,10 +1,10 @@
-"""The columnar Debezium JSON prototype gives the very result of ``decode_records``.
+"""The columnar Debezium JSON decoder gives the very result of ``decode_records``.
 
 Each case is decoded both ways and compared as Arrow (``DECODE_RESULT_DDL``): the
 public corpora, the workload (plain and with Kafka Connect logical types), hostile and
 edge-case envelopes, and (``test_unit_test_batches_agree``) every batch the Debezium
-unit tests hand to ``decode_records``. Cases the prototype cannot do exactly must fall
-back, never differ. Run single-process: ``pytest -p no:xdist tests/python/test_debezium_columnar_proto.py``.
+unit tests hand to ``decode_records``. Cases the columnar decoder cannot do exactly must fall
+back, never differ. Run single-process: ``pytest -p no:xdist tests/python/formats/test_debezium_json_columnar.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from udfs.decode import decode_records
 from udfs.formats import debezium_json_columnar as col
 
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+CORPORA = Path(__file__).resolve().parents[4] / "shared" / "corpora"
 if not CORPORA.exists():
     CORPORA = Path("/work/shared/corpora")
 

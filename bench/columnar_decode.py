@@ -1,7 +1,7 @@
-"""Side by side, in one process: the columnar Debezium JSON prototype against
+"""Side by side, in one process: the columnar Debezium JSON decoder against
 ``decode_records``, ``orjson.loads`` per line and ``pyarrow.json.read_json``.
 
-``python -m bench.columnar_proto [--events N] [--batch B] [--rounds R] [--data DIR]``
+``python -m bench.columnar_decode [--events N] [--batch B] [--rounds R] [--data DIR]``
 generates (or reuses, with ``--data``) the benchmark's Debezium JSON landing files
 (:mod:`bench.data`, ``debezium_json`` case: half the envelopes with the Kafka Connect
 schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
@@ -69,7 +69,7 @@ def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.columnar_proto", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.columnar_decode", description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=20_000, help="Debezium events to generate (default %(default)s)")
     p.add_argument("--batch", type=int, default=2_000, help="records per batch (default %(default)s)")
     p.add_argument("--rounds", type=int, default=2, help="passes over the data (default %(default)s)")
