@@ -13,6 +13,12 @@ project_one_task (diagnostic, the main format only)
     read and decoded by one task, on one core, as the models did before they spread
     the file list (``macros/sql/cdc_decode_tasks.sql``). Side by side with *project*,
     it shows what the spread buys.
+project_python_path (diagnostic, ``debezium_json`` only)
+    The same query as *project* with the feed option ``columnar: false`` in the files'
+    decoder options: ``cdc_decode`` decodes every record with ``decode_records``
+    (``to_pylist`` of the batch, one Python dict per record), as before the columnar
+    decoder (:mod:`udfs.formats.debezium_json_columnar`). Side by side with *project*,
+    it shows what the columnar path buys.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -124,9 +130,25 @@ def compile_records_model(config: Any) -> str:
     return node.compiled_code
 
 
-def files_sql(schema: str, feed: str) -> str:
-    """The rows of ``stg_landing__files`` of ``feed``."""
-    return f"(select * from `{schema}`.`stg_landing__files` where feed = {sql_literal(feed)})"
+def files_sql(schema: str, feed: str, decoder_options: tuple[list[str], str] | None = None) -> str:
+    """The rows of ``stg_landing__files`` of ``feed``; ``decoder_options``: (the table's
+    columns, the decoder options text that replaces the files' own)."""
+    where = f"from `{schema}`.`stg_landing__files` where feed = {sql_literal(feed)}"
+    if decoder_options is None:
+        return f"(select * {where})"
+    columns, text = decoder_options
+    cols = [f"{sql_literal(text)} as decoder_options" if c == "decoder_options" else f"`{c}`" for c in columns]
+    return f"(select {', '.join(cols)} {where})"
+
+
+def python_path_options(decoder_options: str) -> str:
+    """``decoder_options`` with the feed option ``columnar: false`` (the record-by-record
+    path of ``cdc_decode``), as ``Config.decoder_options`` JSON (sorted keys)."""
+    import json
+
+    opts = json.loads(decoder_options)
+    opts["options"] = {**(opts.get("options") or {}), "columnar": False}
+    return json.dumps(opts, sort_keys=True)
 
 
 #: the hint of stg_landing__records that spreads the file list over the decoding tasks
@@ -150,15 +172,23 @@ def tasks_with_files(spark: Any, files: str, tasks: int) -> int:
     return spark.sql(sql).collect()[0][0]
 
 
-def project_sql(compiled: str, schema: str, feed: str, one_task: bool = False) -> str:
+def project_sql(
+    compiled: str,
+    schema: str,
+    feed: str,
+    one_task: bool = False,
+    decoder_options: tuple[list[str], str] | None = None,
+) -> str:
     """The project's decode path for the files of ``feed`` (see the module doc).
 
     ``compiled`` is :func:`compile_records_model`'s SQL; its ``stg_landing__files``
     becomes the files of ``feed`` only. ``one_task`` is the diagnostic variant
     ``project_one_task``: the model's ``repartition`` hint asks for one task.
+    ``decoder_options`` replaces the files' decoder options (see :func:`files_sql`;
+    ``project_python_path``).
     """
     pattern = re.compile(rf"`?{re.escape(schema)}`?\.`?stg_landing__files`?")
-    code, n = pattern.subn(lambda _: files_sql(schema, feed), compiled)
+    code, n = pattern.subn(lambda _: files_sql(schema, feed, decoder_options), compiled)
     assert n >= 1, f"stg_landing__files not found in the compiled stg_landing__records:\n{compiled}"
     if one_task:
         code = _TASKS_HINT.sub("/*+ repartition(1) */", code)
@@ -291,7 +321,8 @@ def run_decode(
     """Every variant over ``data``; the best of ``repeat`` runs of each Spark variant.
 
     ``model`` is (compiled records model, its schema, the feed of ``data``);
-    ``one_task`` adds ``project_one_task`` (see :func:`project_sql`).
+    ``one_task`` adds ``project_one_task`` (see :func:`project_sql`); a ``debezium_json``
+    case adds ``project_python_path`` (the same query with ``columnar: false``).
     """
     best: dict[str, float] = {}
     frames = {
@@ -300,6 +331,11 @@ def run_decode(
     }
     if one_task:
         frames["project_one_task"] = spark.sql(project_sql(*model, one_task=True))
+    python_path = case.format == "debezium_json"
+    if python_path:
+        columns = spark.table(f"`{model[1]}`.`stg_landing__files`").columns
+        override = (columns, python_path_options(decoder_options))
+        frames["project_python_path"] = spark.sql(project_sql(*model, decoder_options=override))
     for _ in range(repeat):
         for name, frame in frames.items():
             with sampler.section(f"decode:{case.name}:{name}"):
@@ -317,6 +353,7 @@ def run_decode(
         "data": data.as_dict(),
         "project": _rates(project, data),
         "project_one_task": _rates(best.get("project_one_task"), data) | {"tasks": 1 if one_task else None},
+        "project_python_path": _rates(best.get("project_python_path"), data),
         "python_decode_only": pyd,
         "native_from_json": _rates(native, data),
         "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"]},
@@ -328,6 +365,9 @@ def run_decode(
         },
     }
     out["ratio_project_over_native"] = round(project / native, 2)
+    # < 1: the columnar path is faster than the record-by-record one
+    python_s = best.get("project_python_path")
+    out["ratio_project_over_python_path"] = round(project / python_s, 2) if python_s else None
     out["ratio_project_over_bound_orjson"] = round(project / orj["seconds"], 2)
     out["ratio_project_over_bound_pyarrow"] = round(project / pya["seconds"], 2) if pya["seconds"] else None
     # time per record in Spark / time per record of the same Python functions alone

@@ -30,6 +30,7 @@ def _upgrade(res: dict[str, Any]) -> dict[str, Any]:
     variant (the spread as a diagnostic) and no ``project_one_task``: shown as ``-``."""
     for d in res["decode"]:
         d.setdefault("project_one_task", {"records_per_s": None})
+        d.setdefault("project_python_path", {"records_per_s": None})
     return res
 
 
@@ -50,6 +51,7 @@ def format_tables(res: dict[str, Any]) -> str:
             _num(d["project"]["records_per_s"]),
             _num(d["project"]["mb_per_s"], 2),
             _num(d["project_one_task"]["records_per_s"]),
+            _num(d["project_python_path"]["records_per_s"]),
             _num(d["python_decode_only"]["records_per_s"]),
             _num(d["native_from_json"]["records_per_s"]),
             _num(d["native_from_json"]["mb_per_s"], 1),
@@ -61,7 +63,8 @@ def format_tables(res: dict[str, Any]) -> str:
     parts += [
         "",
         "DECODE throughput, records/s (project: cdc_read_records + cdc_decode as the models run them; 1 task: the "
-        "same with every file in one task, as before the spread; python only: decode_records in one process)",
+        "same with every file in one task, as before the spread; python path: the same with columnar: false, "
+        "decode_records per record; python only: decode_records in one process)",
         _table(
             [
                 "format",
@@ -70,6 +73,7 @@ def format_tables(res: dict[str, Any]) -> str:
                 "project",
                 "proj MB/s",
                 "1 task",
+                "python path",
                 "python only",
                 "native from_json",
                 "native MB/s",
@@ -90,6 +94,7 @@ def format_tables(res: dict[str, Any]) -> str:
             ratio(d["ratio_project_over_bound_orjson"]),
             ratio(d["ratio_project_over_bound_pyarrow"]),
             ratio(d["ratio_project_over_python_decode_only"]),
+            "-" if d.get("ratio_project_over_python_path") is None else f"{d['ratio_project_over_python_path']:.2f}x",
             ratio(d.get("cpu_ratio_project_over_native")),
             "/".join(str(n) for n in d["spark_tasks"].values()),
         ]
@@ -105,6 +110,7 @@ def format_tables(res: dict[str, Any]) -> str:
                 "project/orjson",
                 "project/pyarrow",
                 "project/python only",
+                "project/python path",
                 "CPU project/native",
                 "tasks (project/native/1 task)",
             ],
@@ -251,6 +257,7 @@ def write_chart(res: dict[str, Any], path: Path) -> None:
     variants = [
         ("project", "project (as the models)"),
         ("project_one_task", "project, one task"),
+        ("project_python_path", "project, columnar: false"),
         ("python_decode_only", "decode_records, 1 process"),
         ("native_from_json", "Spark from_json"),
         ("bound_orjson", "orjson, 1 process"),

@@ -164,7 +164,9 @@ def _add_cpu(decode: list[dict], e2e: dict, sections: dict[str, dict]) -> None:
         return sections.get(label, {}).get("cpu_s")
 
     for d in decode:
-        d["cpu_s"] = {v: cpu(f"decode:{d['case']}:{v}") for v in ("project", "project_one_task", "native")}
+        d["cpu_s"] = {
+            v: cpu(f"decode:{d['case']}:{v}") for v in ("project", "project_one_task", "project_python_path", "native")
+        }
         project, native = d["cpu_s"]["project"], d["cpu_s"]["native"]
         d["cpu_ratio_project_over_native"] = round(project / native, 2) if project and native else None
     e2e["cpu_s"] = {"project": cpu("e2e:project"), "native": cpu("e2e:native")}
@@ -287,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             decode.append(d)
             print(
-                f"bench:   project {d['project']['records_per_s']:,.0f} r/s, native "
+                f"bench:   project {d['project']['records_per_s']:,.0f} r/s, python path "
+                f"{d['project_python_path']['records_per_s'] or 0:,.0f} r/s, native "
                 f"{d['native_from_json']['records_per_s']:,.0f} r/s, orjson {d['bound_orjson']['records_per_s']:,.0f} r/s",
                 file=sys.stderr,
             )

@@ -2,8 +2,9 @@
 
 ``decode_debezium_columnar(options_json, texts, kafka_keys)`` takes a batch of record
 lines as an Arrow string array and returns the ``cdc_decode`` result (``DECODE_RESULT_DDL``
-as Arrow) for the whole batch. It never builds a Python object per column value on its
-path:
+as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
+``debezium_json`` feed (:func:`udfs.spark_udfs.decode_array`) unless the feed option
+``columnar`` is false. It never builds a Python object per column value on its path:
 
 1. **validation**: the batch is joined into one JSON array (Arrow/numpy) and parsed by
    msgspec into one ``Raw`` per record (one C call; a record's Raw must span exactly its
