@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Any
 
 import msgspec
@@ -71,6 +72,8 @@ from udfs.formats import connect_types
 from udfs.formats.debezium_json import _envelope_fields
 
 LAST_STATS: dict[str, Any] = {}
+_LOG = logging.getLogger(__name__)
+_WARNED: list[bool] = []
 
 UNAVAILABLE = "__debezium_unavailable_value"
 #: base64 of the placeholder's bytes starts so (any string starting so falls back)
@@ -514,6 +517,10 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose a batch: decode_records takes them all
             _fast_stats.clear()
             _fast_stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
+            # the results stay right (decode_records), only slower: say so once per worker
+            if not _WARNED:
+                _WARNED.append(True)
+                _LOG.warning("columnar Debezium decoder failed; batch decoded record by record", exc_info=True)
             ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
     fast_idx = idx[ok]
     tomb_idx = np.flatnonzero(tomb)

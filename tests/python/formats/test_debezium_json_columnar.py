@@ -21,9 +21,7 @@ import pytest
 from udfs.decode import decode_records
 from udfs.formats import debezium_json_columnar as col
 
-CORPORA = Path(__file__).resolve().parents[4] / "shared" / "corpora"
-if not CORPORA.exists():
-    CORPORA = Path("/work/shared/corpora")
+CORPORA = Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
 
 TABLES = {
     "inventory.customers": {"key": ["id"]},
@@ -52,6 +50,7 @@ def compare(opts: str, texts: list[str | None], keys: list[str | None] | None = 
 
 
 def _corpus_texts() -> list[str]:
+    assert CORPORA.is_dir(), f"{CORPORA} is missing: ../shared/corpora must be beside the repository"
     out = []
     for path in sorted((CORPORA / "flink").glob("debezium-*.txt")):
         out += [line for line in path.read_text().splitlines() if line.strip()]
@@ -538,3 +537,26 @@ def test_random_values_and_spellings_agree() -> None:
         )
     n, fallbacks = compare(_opts(), texts)
     assert fallbacks < n, "some on the columnar path"
+
+
+def test_internal_error_falls_back_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A bug in the columnar path costs speed, not rows: the batch is decoded record by
+    record, identical to ``decode_records``, and the worker says so once."""
+    texts = _corpus_texts()[:20]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise IndexError("boom")
+
+    monkeypatch.setattr(col, "_fast", broken)
+    monkeypatch.setattr(col, "_WARNED", [])
+    ref = pa.array(decode_records(_opts(), texts), type=col.DECODE_TYPE)
+    with caplog.at_level("WARNING", logger=col.__name__):
+        got = col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
+        col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
+    assert got.equals(ref)
+    assert col.LAST_STATS["columnar_error"] == "IndexError: boom"
+    assert col.LAST_STATS["fallback"] == len(texts)
+    warnings = [r for r in caplog.records if "columnar Debezium decoder failed" in r.getMessage()]
+    assert len(warnings) == 1
