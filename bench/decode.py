@@ -66,21 +66,10 @@ _ARCION_INTERNAL = (
 
 def _wrapped(fields: str) -> str:
     """A schema for envelopes with or without ``{"schema": .., "payload": ..}``."""
-    struct_fields = ", ".join(f.strip().replace(" ", ": ", 1) for f in _split_top(fields))
+    from udfs.decode import split_top_level  # the harness's code snapshot, imported late like the rest
+
+    struct_fields = ", ".join(f.strip().replace(" ", ": ", 1) for f in split_top_level(fields))
     return f"payload struct<{struct_fields}>, {fields}"
-
-
-def _split_top(ddl: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in ddl:
-        depth += ch in "<("
-        depth -= ch in ">)"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [*parts, cur]
 
 
 def _pick(name: str, *alternatives: str) -> str:

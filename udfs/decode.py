@@ -38,22 +38,22 @@ CHANGE_FIELDS = (
 )
 
 
-def _ddl_struct(fields: str) -> str:
-    parts = []
-    depth = 0
-    cur = ""
-    for ch in fields:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
+def split_top_level(ddl: str) -> list[str]:
+    """The comma-separated parts of a DDL list, split only outside ``<...>`` and ``(...)``."""
+    parts, depth, cur = [], 0, ""
+    for ch in ddl:
+        depth += ch in "<("
+        depth -= ch in ">)"
         if ch == "," and depth == 0:
-            parts.append(cur.strip())
+            parts.append(cur)
             cur = ""
         else:
             cur += ch
-    parts.append(cur.strip())
-    return ", ".join(p.replace(" ", ":", 1) for p in parts)
+    return [*parts, cur]
+
+
+def _ddl_struct(fields: str) -> str:
+    return ", ".join(p.strip().replace(" ", ":", 1) for p in split_top_level(fields))
 
 
 #: Spark DDL of the ``cdc_decode`` result

@@ -67,6 +67,7 @@ from udfs.decode import (
     _table_id,
     decode_records,
     partition_name_bytes,
+    split_top_level,
 )
 from udfs.formats import connect_types
 from udfs.formats.debezium_json import _envelope_fields
@@ -82,35 +83,20 @@ _B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
 # ----------------------------------------------------------------------------- Arrow type
 
 
-def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [*parts, cur]
-
-
 def _spark_type(s: str) -> Any:
     from pyspark.sql import types as spark_types
 
     s = s.strip()
     if s.startswith("struct<"):
         fields = []
-        for part in _split_top(s[7:-1]):
+        for part in split_top_level(s[7:-1]):
             name, _, t = part.strip().partition(":")
             fields.append(spark_types.StructField(name.strip(), _spark_type(t), True))
         return spark_types.StructType(fields)
     if s.startswith("array<"):
         return spark_types.ArrayType(_spark_type(s[6:-1]), True)
     if s.startswith("map<"):
-        k, v = _split_top(s[4:-1])
+        k, v = split_top_level(s[4:-1])
         return spark_types.MapType(_spark_type(k), _spark_type(v), True)
     return {"string": spark_types.StringType(), "int": spark_types.IntegerType(), "bigint": spark_types.LongType()}[s]
 
