@@ -2,8 +2,8 @@
 
 The harness generates its own landing files, measures in one run on the same files:
 
-* **decode**, per format: the project's decoder path (``cdc_read_records`` +
-  ``cdc_decode`` in Spark SQL, as ``models/staging/landing`` runs it) against Spark's
+* **decode**, per format: the project's decoder path (``cdc_decode_files`` in
+  Spark SQL, as ``models/staging/landing`` runs it) against Spark's
   native ``from_json`` with an explicit schema and against a single-process parse
   bound (``orjson`` loop, ``pyarrow.json``);
 * **end to end**: ``udfs.pipeline.run_pipeline`` per dbt node (``run_results.json``)

@@ -3,8 +3,8 @@ single-process parse bound, over the same landing files.
 
 project
     The SELECT of ``models/staging/landing/stg_landing__records.sql`` as dbt compiles
-    it (``cdc_read_records`` -> explode -> ``cdc_decode``, exactly as the pipeline runs
-    it, whatever the model becomes), over the format's files (its ``stg_landing__files``
+    it (``cdc_decode_files`` -> explode, exactly as the pipeline runs it, whatever the
+    model becomes), over the format's files (its ``stg_landing__files``
     table built by dbt, filtered to the format's feed), with the changes exploded into
     changelog rows (``change.*``, as ``models/changelog/changelog.sql`` flattens them),
     written to Spark's ``noop`` sink.
@@ -19,6 +19,13 @@ project_python_path (diagnostic, ``debezium_json`` only)
     (``to_pylist`` of the batch, one Python dict per record), as before the columnar
     decoder (:mod:`udfs.formats.debezium_json_columnar`). Side by side with *project*,
     it shows what the columnar path buys.
+project_cached_results (diagnostic, ``debezium_json`` only)
+    The same query as *project* with ``cdc_decode_files`` replaced by a copy that keeps
+    each file's result in its Python worker and returns it again on the next run
+    (untimed runs fill the caches, up to four, until one finds every file cached; a file
+    decoded afresh in a timed run is counted in ``cache_misses``): Spark's cost of carrying the decoded results (the Arrow batches
+    to the JVM, the explodes, the rows) with no Python work at all. The floor of any
+    decoder that returns the changelog contract's rows from a Python UDF.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -47,6 +54,8 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from bench.data import DataSet, FormatCase
 
@@ -203,6 +212,63 @@ def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
     return lines.select(F.from_json("value", schema).alias("e")).selectExpr(*cols)
 
 
+CACHED_UDF = "bench_cached_decode_files"
+_CLEAR = "__clear__"
+
+
+def register_cached_decode(spark: Any, miss_log: Path) -> None:
+    """Register :data:`CACHED_UDF` (see *project_cached_results* in the module doc):
+    ``cdc_decode_files`` whose result per file is kept in the Python worker. A file
+    decoded afresh appends a line to ``miss_log``; options ``__clear__`` empty the
+    worker's cache (:func:`clear_cached_decode`)."""
+    from pyspark.sql.functions import arrow_udf
+
+    from udfs.spark_udfs import DECODED_RECORDS_DDL
+
+    log, clear_text = str(miss_log), _CLEAR  # locals: the pickled function carries them
+
+    @arrow_udf(DECODED_RECORDS_DDL)  # type: ignore[misc]
+    def bench_cached_decode_files(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
+        import builtins
+
+        from udfs.spark_udfs import DECODED_RECORDS_TYPE, decode_files_array
+
+        # the UDF's own globals are unpickled afresh for every task; builtins live as
+        # long as the worker process
+        cache = builtins.__dict__.setdefault("_cdc_bench_decoded_files", {})
+        keys = list(zip(path.to_pylist(), framing.to_pylist(), options.to_pylist(), strict=True))
+        if any(k[2] == clear_text for k in keys):
+            cache.clear()
+            return pa.nulls(len(keys), type=DECODED_RECORDS_TYPE)
+        missing = [i for i, k in enumerate(keys) if k not in cache]
+        if missing:
+            take = pa.array(missing, type=pa.int64())
+            fresh = decode_files_array(path.take(take), framing.take(take), options.take(take))
+            for j, i in enumerate(missing):
+                cache[keys[i]] = fresh.slice(j, 1)
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{len(missing)}\n")
+        return pa.concat_arrays([cache[k] for k in keys])
+
+    spark.udf.register(CACHED_UDF, bench_cached_decode_files)
+
+
+def cache_misses(miss_log: Path) -> int:
+    """Files decoded afresh by :data:`CACHED_UDF` so far."""
+    if not miss_log.exists():
+        return 0
+    return sum(int(line) for line in miss_log.read_text(encoding="utf-8").split())
+
+
+def clear_cached_decode(spark: Any, tasks: int = 16) -> None:
+    """Empty the caches of :data:`CACHED_UDF` (best effort: the workers that run one of
+    ``tasks`` tasks, twice; an idle worker the pool does not reuse keeps its copy)."""
+    for _ in range(2):
+        frame = spark.range(tasks * 4).repartition(tasks)
+        frame = frame.selectExpr(f"{CACHED_UDF}(cast(null as string), cast(null as string), '{_CLEAR}') as r")
+        frame.write.format("noop").mode("overwrite").save()
+
+
 def timed_noop(df: Any) -> float:
     t0 = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
@@ -306,12 +372,14 @@ def run_decode(
     repeat: int = 1,
     one_task: bool = False,
     python_sample: int = 20_000,
+    miss_log: Path | None = None,
 ) -> dict[str, Any]:
     """Every variant over ``data``; the best of ``repeat`` runs of each Spark variant.
 
     ``model`` is (compiled records model, its schema, the feed of ``data``);
     ``one_task`` adds ``project_one_task`` (see :func:`project_sql`); a ``debezium_json``
-    case adds ``project_python_path`` (the same query with ``columnar: false``).
+    case adds ``project_python_path`` (the same query with ``columnar: false``) and, with
+    ``miss_log`` (the cache's log file), ``project_cached_results``.
     """
     best: dict[str, float] = {}
     frames = {
@@ -321,15 +389,31 @@ def run_decode(
     if one_task:
         frames["project_one_task"] = spark.sql(project_sql(*model, one_task=True))
     python_path = case.format == "debezium_json"
+    misses = None
     if python_path:
         columns = spark.table(f"`{model[1]}`.`stg_landing__files`").columns
         override = (columns, python_path_options(decoder_options))
         frames["project_python_path"] = spark.sql(project_sql(*model, decoder_options=override))
+        if miss_log is not None:
+            register_cached_decode(spark, miss_log)
+            code, n = re.subn(r"\bcdc_decode_files\(", f"{CACHED_UDF}(", model[0])
+            assert n == 1, "cdc_decode_files not found once in the compiled stg_landing__records"
+            frames["project_cached_results"] = spark.sql(project_sql(code, *model[1:]))
+            with sampler.section(f"decode:{case.name}:project_cached_results:fill"):
+                for run in range(4):  # until a run finds every file cached (two at least)
+                    before = cache_misses(miss_log)
+                    timed_noop(frames["project_cached_results"])
+                    if run and cache_misses(miss_log) == before:
+                        break
+            misses = cache_misses(miss_log)
     for _ in range(repeat):
         for name, frame in frames.items():
             with sampler.section(f"decode:{case.name}:{name}"):
                 t = timed_noop(frame)
             best[name] = min(t, best.get(name, t))
+    if misses is not None:
+        misses = cache_misses(miss_log) - misses
+        clear_cached_decode(spark)
     project, native = best["project"], best["native"]
     with sampler.section(f"decode:{case.name}:bound"):
         orj = min((bound_orjson(data, case.framing) for _ in range(repeat)), key=lambda r: r["seconds"])
@@ -343,6 +427,7 @@ def run_decode(
         "project": _rates(project, data),
         "project_one_task": _rates(best.get("project_one_task"), data) | {"tasks": 1 if one_task else None},
         "project_python_path": _rates(best.get("project_python_path"), data),
+        "project_cached_results": _rates(best.get("project_cached_results"), data) | {"cache_misses": misses},
         "python_decode_only": pyd,
         "native_from_json": _rates(native, data),
         "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"]},
@@ -357,6 +442,9 @@ def run_decode(
     # < 1: the columnar path is faster than the record-by-record one
     python_s = best.get("project_python_path")
     out["ratio_project_over_python_path"] = round(project / python_s, 2) if python_s else None
+    # > 1: carrying the results alone costs more than Spark's own decode
+    cached_s = best.get("project_cached_results")
+    out["ratio_cached_results_over_native"] = round(cached_s / native, 2) if cached_s else None
     out["ratio_project_over_bound_orjson"] = round(project / orj["seconds"], 2)
     out["ratio_project_over_bound_pyarrow"] = round(project / pya["seconds"], 2) if pya["seconds"] else None
     # time per record in Spark / time per record of the same Python functions alone

@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:  # a speed-up only: executors of a cluster need no more than pyspark's dependencies
     import orjson
@@ -29,6 +29,9 @@ except ImportError:  # pragma: no cover - the project's environment has it
 
 from udfs.config import match_table
 from udfs.contract import Change, QuarantineError, Record, SkipRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 CHANGE_FIELDS = (
     "row_index int, source_db string, source_schema string, source_table string, table_id string, op string, "
@@ -50,6 +53,40 @@ def split_top_level(ddl: str) -> list[str]:
         else:
             cur += ch
     return [*parts, cur]
+
+
+def _spark_type(ddl: str) -> Any:
+    """A pyspark data type of a DDL type of the kinds the UDF results use, parsed without
+    a JVM (``_parse_datatype_string`` needs a running session)."""
+    from pyspark.sql import types as spark_types
+
+    s = ddl.strip()
+    if s.startswith("struct<"):
+        fields = []
+        for part in split_top_level(s[7:-1]):
+            name, _, t = part.strip().partition(":")
+            fields.append(spark_types.StructField(name.strip(), _spark_type(t), True))
+        return spark_types.StructType(fields)
+    if s.startswith("array<"):
+        return spark_types.ArrayType(_spark_type(s[6:-1]), True)
+    if s.startswith("map<"):
+        k, v = split_top_level(s[4:-1])
+        return spark_types.MapType(_spark_type(k), _spark_type(v), True)
+    simple = {
+        "string": spark_types.StringType(),
+        "int": spark_types.IntegerType(),
+        "bigint": spark_types.LongType(),
+        "boolean": spark_types.BooleanType(),
+    }
+    return simple[s]
+
+
+def arrow_type_of_ddl(ddl: str) -> pa.DataType:
+    """The Arrow type Spark exchanges the DDL type ``ddl`` as, with pyspark's own
+    ``to_arrow_type``, without a JVM (string, int, bigint, boolean, struct, array, map)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(_spark_type(ddl))
 
 
 def _ddl_struct(fields: str) -> str:

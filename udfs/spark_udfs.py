@@ -9,6 +9,11 @@ Arrow array out; no row-at-a-time Python UDF) or a table function, registered un
 ``cdc_decode(options, text, kafka_key, source_file, header)``
     one record decoded into changelog rows (see ``udfs.decode``); ``source_file`` and
     ``header`` (a CSV file's header row) are for the decoders that need them.
+``cdc_decode_files(path, framing, options)``
+    both in one call, what the models run: every record of one landing file with its
+    ``cdc_decode`` result (see ``DECODED_RECORDS_DDL``). A record's text never goes to
+    the JVM and back between reading and decoding; only a quarantined record's raw
+    text comes out.
 ``cdc_widest_type(types)``
     the mart type of a column declared with ``types`` (``array<string>``), and the
     conflict when they do not widen to one (see :mod:`udfs.types`).
@@ -36,7 +41,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from udfs.decode import DECODE_RESULT_DDL, decode_records
+from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
 from udfs.framing import split_file
 from udfs.types import widest_type
@@ -47,6 +52,21 @@ RECORDS_DDL = (
     "header:array<string>>>"
 )
 LIST_FILES_DDL = "path string, size bigint, modified_us bigint"
+#: ``cdc_decode_files``: a file's records decoded. ``raw_record`` (the text, or the
+#: base64 of bytes that are not UTF-8) and ``raw_is_base64`` only where the record is
+#: quarantined (a framing ``error`` or a ``quarantined`` result); null elsewhere.
+DECODED_RECORDS_DDL = (
+    "array<struct<record_index:int, error:string, raw_record:string, raw_is_base64:boolean, "
+    "kafka_topic:string, kafka_partition:int, kafka_offset:bigint, kafka_timestamp_ms:bigint, "
+    f"result:{DECODE_RESULT_DDL}>>"
+)
+#: the Arrow types Spark exchanges them as
+RECORDS_TYPE = arrow_type_of_ddl(RECORDS_DDL)
+DECODE_TYPE = arrow_type_of_ddl(DECODE_RESULT_DDL)
+DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
+#: records per ``decode_array`` call in ``cdc_decode_files``: a ``cdc_decode`` Arrow
+#: batch (``spark.sql.execution.arrow.maxRecordsPerBatch``), whatever the file sizes
+DECODE_CHUNK = 2000
 
 #: The SQL fields of ``arcion_cursor`` (name, Spark type) and the ``cursor_batch`` column
 #: each is read from. Timestamps are UTC instants with millisecond precision.
@@ -355,6 +375,60 @@ def decode_array(
     return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
+def decode_files_array(
+    paths: pa.Array,
+    framings: pa.Array,
+    options: pa.Array,
+    chunk: int = DECODE_CHUNK,
+) -> pa.Array:
+    """Pure batch function behind ``cdc_decode_files``: :func:`read_records_array` of the
+    files, then :func:`decode_array` of their records (``chunk`` records at a time), as
+    ``DECODED_RECORDS_DDL``: one list per file, null for a null path
+    or framing, like ``cdc_read_records``.
+
+    The same results as ``cdc_decode`` over the exploded ``cdc_read_records``: the
+    record's options and file are its file's. A record with a framing ``error`` (no
+    text) has a null ``result``: it is quarantined with that error.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    records = read_records_array(paths.to_pylist(), framings.to_pylist(), options.to_pylist(), RECORDS_TYPE)
+    values = records.flatten()
+    lengths = pc.fill_null(pc.list_value_length(records), 0).to_numpy(zero_copy_only=False)
+    owner = pa.array(np.repeat(np.arange(len(records), dtype=np.int64), lengths))
+    rec_options, rec_files = options.take(owner), paths.take(owner)
+    text, raw_b64, error = values.field("text"), values.field("raw_b64"), values.field("error")
+    parts = [
+        decode_array(
+            rec_options.slice(i, chunk),
+            text.slice(i, chunk),
+            values.field("kafka_key").slice(i, chunk),
+            rec_files.slice(i, chunk),
+            values.field("header").slice(i, chunk),
+            DECODE_TYPE,
+        )
+        for i in range(0, len(values), chunk)
+    ]
+    result = pa.concat_arrays(parts) if parts else pa.array([], type=DECODE_TYPE)
+    failed = pc.is_valid(error)
+    quarantined = pc.or_(failed, pc.fill_null(pc.equal(pc.struct_field(result, "status"), "quarantined"), False))
+    result = pc.if_else(failed, pa.scalar(None, DECODE_TYPE), result)
+    raw_record = pc.if_else(quarantined, pc.coalesce(text, raw_b64), pa.scalar(None, pa.string()))
+    raw_is_base64 = pc.if_else(quarantined, pc.is_valid(raw_b64), pa.scalar(None, pa.bool_()))
+    columns = {
+        "raw_record": raw_record,
+        "raw_is_base64": raw_is_base64,
+        "result": result,
+    }
+    struct_type: pa.StructType = DECODED_RECORDS_TYPE.value_type
+    struct = pa.StructArray.from_arrays(
+        [columns[f.name] if f.name in columns else values.field(f.name) for f in struct_type],
+        fields=list(struct_type),
+    )
+    return pa.ListArray.from_arrays(records.offsets, struct, type=DECODED_RECORDS_TYPE, mask=records.is_null())
+
+
 WIDEST_TYPE_DDL = "struct<spark_type:string, conflict:string>"
 
 
@@ -367,12 +441,19 @@ def widest_type_array(declared: pa.Array) -> pa.StructArray:
     return pa.array(results, type=pa.struct([("spark_type", pa.string()), ("conflict", pa.string())]))
 
 
+def _kill_if_asked() -> None:
+    if os.environ.get("CDC_KILL_DURING_DECODE") == "1":
+        # crash tests: the whole `cdc run` (its process group) dies while decoding
+        import signal
+
+        os.killpg(int(os.environ.get("CDC_DRIVER_PGID", os.getpgid(0))), signal.SIGKILL)
+
+
 def register(spark: Any) -> None:
     """Register every ``cdc_`` and ``arcion_`` function in ``spark`` (idempotent)."""
     from pyspark.sql.functions import arrow_udf, udtf
 
-    records_type = _arrow_type(RECORDS_DDL)
-    decode_type = _arrow_type(DECODE_RESULT_DDL)
+    records_type, decode_type = RECORDS_TYPE, DECODE_TYPE
 
     @arrow_udf(RECORDS_DDL)  # type: ignore[misc]
     def cdc_read_records(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
@@ -382,12 +463,13 @@ def register(spark: Any) -> None:
     def cdc_decode(
         options: pa.Array, text: pa.Array, kafka_key: pa.Array, source_file: pa.Array, header: pa.Array
     ) -> pa.Array:
-        if os.environ.get("CDC_KILL_DURING_DECODE") == "1":
-            # crash tests: the whole `cdc run` (its process group) dies while decoding
-            import signal
-
-            os.killpg(int(os.environ.get("CDC_DRIVER_PGID", os.getpgid(0))), signal.SIGKILL)
+        _kill_if_asked()
         return decode_array(options, text, kafka_key, source_file, header, decode_type)
+
+    @arrow_udf(DECODED_RECORDS_DDL)  # type: ignore[misc]
+    def cdc_decode_files(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
+        _kill_if_asked()
+        return decode_files_array(path, framing, options)
 
     @arrow_udf(ARCION_CURSOR_DDL)  # type: ignore[misc]
     def arcion_cursor(text: pa.Array) -> pa.Array:
@@ -411,6 +493,7 @@ def register(spark: Any) -> None:
 
     spark.udf.register("cdc_read_records", cdc_read_records)
     spark.udf.register("cdc_decode", cdc_decode)
+    spark.udf.register("cdc_decode_files", cdc_decode_files)
     spark.udf.register("arcion_cursor", arcion_cursor)
     spark.udf.register("arcion_operationcount", arcion_operationcount)
     spark.udf.register("cdc_widest_type", cdc_widest_type)

@@ -6,7 +6,7 @@
 
     One task per `task_bytes` of landing files, at least `min_tasks` (so every core of
     a machine gets work), never more than one task per file (a file is read whole, by
-    one task). A task reads its files in one call of `cdc_read_records`.
+    one task). A task reads and decodes its files in one call of `cdc_decode_files`.
 
     Arguments:
         files_relation: the relation listing the run's files (`file_size` in bytes).

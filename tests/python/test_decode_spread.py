@@ -54,15 +54,17 @@ def test_task_bytes_sets_the_tasks_above_eight(spark, make_config, tmp_path):
 
 
 def test_files_are_read_once_after_the_spread(spark, make_config, tmp_path):
-    """The physical plan of ``stg_landing__records`` calls ``cdc_read_records`` once,
+    """The physical plan of ``stg_landing__records`` calls ``cdc_decode_files`` once,
     above the repartition: an explode lets Spark infer a ``size(records) > 0`` filter
     and push it, with a second call of the UDF, below the exchange, where one task
-    reads every file of the run (at 1M events, over 2 GB of text in one Arrow batch)."""
+    reads every file of the run (at 1M events, over 2 GB of text in one Arrow batch).
+    No other decoding UDF is in the plan: a record is read and decoded in that call."""
     _run(spark, make_config, tmp_path, files=3)
     (compiled,) = tmp_path.rglob("compiled/**/stg_landing__records.sql")
     plan = spark.sql("explain " + compiled.read_text()).first()[0]
     lines = plan.splitlines()
-    reads = [i for i, line in enumerate(lines) if "cdc_read_records(" in line]
+    reads = [i for i, line in enumerate(lines) if "cdc_decode_files(" in line]
+    assert not [line for line in lines if "cdc_read_records(" in line or "cdc_decode(" in line], plan
     exchanges = [i for i, line in enumerate(lines) if "Exchange RoundRobinPartitioning" in line]
     assert len(reads) == 1, plan
     assert len(exchanges) == 1 and reads[0] < exchanges[0], plan  # the UDF sits above the exchange

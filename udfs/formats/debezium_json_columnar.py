@@ -65,9 +65,9 @@ from udfs.decode import (
     MAX_PARTITION_NAME_BYTES,
     _decoder,
     _table_id,
+    arrow_type_of_ddl,
     decode_records,
     partition_name_bytes,
-    split_top_level,
 )
 from udfs.formats import connect_types
 from udfs.formats.debezium_json import _envelope_fields
@@ -83,30 +83,10 @@ _B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
 # ----------------------------------------------------------------------------- Arrow type
 
 
-def _spark_type(s: str) -> Any:
-    from pyspark.sql import types as spark_types
-
-    s = s.strip()
-    if s.startswith("struct<"):
-        fields = []
-        for part in split_top_level(s[7:-1]):
-            name, _, t = part.strip().partition(":")
-            fields.append(spark_types.StructField(name.strip(), _spark_type(t), True))
-        return spark_types.StructType(fields)
-    if s.startswith("array<"):
-        return spark_types.ArrayType(_spark_type(s[6:-1]), True)
-    if s.startswith("map<"):
-        k, v = split_top_level(s[4:-1])
-        return spark_types.MapType(_spark_type(k), _spark_type(v), True)
-    return {"string": spark_types.StringType(), "int": spark_types.IntegerType(), "bigint": spark_types.LongType()}[s]
-
-
 def decode_arrow_type() -> pa.DataType:
     """The Arrow type Spark exchanges ``DECODE_RESULT_DDL`` as (no JVM: pyspark's own
     ``to_arrow_type`` over the types parsed here)."""
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    return to_arrow_type(_spark_type(DECODE_RESULT_DDL))
+    return arrow_type_of_ddl(DECODE_RESULT_DDL)
 
 
 DECODE_TYPE = decode_arrow_type()

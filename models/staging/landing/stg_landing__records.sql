@@ -10,10 +10,12 @@ files as (
     from {{ ref('stg_landing__files') }}
 ),
 
-read_files as (
+-- each file read and decoded in one call: a record's text stays in Python between the
+-- two, and only a quarantined record's raw text comes back
+decoded_files as (
     select
         files.*,
-        cdc_read_records(source_file, framing, decoder_options) as records
+        cdc_decode_files(source_file, framing, decoder_options) as records
     from files
 ),
 
@@ -23,31 +25,29 @@ unresolved as (
 
 all_records as (
     select
-        read_files.is_retry,
-        read_files.feed,
-        read_files.format,
-        read_files.decoder_options,
-        read_files.source_file,
+        decoded_files.is_retry,
+        decoded_files.feed,
+        decoded_files.format,
+        decoded_files.source_file,
         rec.record_index,
-        rec.text,
         rec.error,
-        rec.raw_b64,
-        rec.kafka_key,
+        rec.raw_record,
+        rec.raw_is_base64,
         rec.kafka_topic,
         rec.kafka_partition,
         rec.kafka_offset,
         rec.kafka_timestamp_ms,
-        rec.header
+        rec.result
     -- `outer`, then the null filter: for a plain explode Spark infers a filter on the
-    -- array's size and pushes it below the repartition, which calls cdc_read_records a
+    -- array's size and pushes it below the repartition, which calls cdc_decode_files a
     -- second time, there, in a single task holding every file of the run
-    from read_files
+    from decoded_files
         lateral view outer explode(records) exploded as rec
     where exploded.rec is not null
 ),
 
 -- a retried file yields only its unresolved quarantined records
-records as (
+decoded as (
     select * from all_records
     where not is_retry
     union all
@@ -58,13 +58,6 @@ records as (
             all_records.source_file = unresolved.source_file
             and all_records.record_index = unresolved.record_index
     where all_records.is_retry
-),
-
-decoded as (
-    select
-        records.*,
-        cdc_decode(decoder_options, text, kafka_key, source_file, header) as result
-    from records
 ),
 
 final as (
@@ -80,13 +73,9 @@ final as (
         kafka_timestamp_ms,
         case when error is not null then 'quarantined' else result.status end as status,
         coalesce(error, result.reason) as reason,
-        -- the raw record is kept only where the quarantine needs it
-        case
-            when error is not null or result.status = 'quarantined'
-                then coalesce(text, raw_b64)
-        end as raw_record,
-        case when error is not null or result.status = 'quarantined' then raw_b64 is not null end
-            as raw_is_base64,
+        -- the raw record: only where the quarantine needs it (cdc_decode_files)
+        raw_record,
+        raw_is_base64,
         case when error is null then result.changes end as changes,
         -- a DDL record (skipped as `ddl`): its statement, for ddl_log
         case when error is null then result.ddl end as ddl

@@ -1,0 +1,190 @@
+"""``cdc_decode_files`` (each landing file read and decoded in one call, what
+``stg_landing__records`` runs) gives what ``cdc_read_records`` exploded into
+``cdc_decode`` gave, record by record.
+
+* pure, no Spark: :func:`udfs.spark_udfs.decode_files_array` against the plain
+  formulation (``read_records``: one dict per record, then ``decode_records`` of each
+  record with its file and header), Arrow-equal. The files: Debezium JSON lines decoded
+  column-wise and with ``columnar: false`` (workload events with invalid JSON, an
+  envelope without ``op`` and a line that is not UTF-8 among them), Arcion CSV with a
+  header row and the table taken from the file's path, an empty file and a null path;
+* the raw record comes out only for a quarantined record (a framing error or a
+  ``quarantined`` result), base64 where the bytes are not UTF-8, and a framing error
+  has no result;
+* through Spark: the registered function in SQL against the two functions composed in
+  SQL; the Arrow types are Spark's parse of the DDL.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from udfs.decode import decode_records
+from udfs.spark_udfs import (
+    DECODE_CHUNK,
+    DECODED_RECORDS_DDL,
+    DECODED_RECORDS_TYPE,
+    RECORDS_DDL,
+    RECORDS_TYPE,
+    decode_files_array,
+    read_records,
+)
+
+CURSOR = '"{""extractorId"":0,""timestamp"":1,""extractionTimestamp"":2,""log"":""b.000010"",""position"":%d,""v"":2}"'
+
+
+def _debezium_lines(seed: int = 11, events: int = 300) -> tuple[bytes, dict[str, Any]]:
+    from bench.data import workload
+
+    wl = workload()
+    rng = random.Random(seed)
+    lines = []
+    for ev in wl.generate(seed, events):
+        body = wl.render_debezium_json(ev) if rng.random() < 0.5 else wl.render_debezium(ev, rng.random() < 0.5)
+        lines.append(json.dumps(body, ensure_ascii=rng.random() < 0.3).encode())
+    lines[7:7] = [b"not json", b'{"before": null, "after": {"id": 1}}', b"\xff\xfe not utf-8", b"   "]
+    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
+    return b"\n".join(lines) + b"\n", tables
+
+
+def _options(fmt: str, framing: str, options: dict[str, Any], tables: dict[str, Any]) -> str:
+    return json.dumps({"format": fmt, "framing": framing, "options": options, "tables": tables}, sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[str | None]]:
+    """(paths, framings, options) of the test's files, one row per file."""
+    root: Path = tmp_path_factory.mktemp("landing")
+    content, tables = _debezium_lines()
+    (root / "dbz.json").write_bytes(content)
+    (root / "empty.json").write_bytes(b"")
+    (root / "region").mkdir()
+    (root / "region" / "part-0001.csv").write_text('r_regionkey,r_name,r_comment\n0,AFRICA,"lar, deposits"\n1,A,NULL\n')
+    (root / "region" / "part-0002.csv").write_text(
+        "r_regionkey_NEW,r_regionkey_OLD,r_regionkey_EXISTS,r_name_NEW,r_name_OLD,r_name_EXISTS,"
+        "r_comment_NEW,r_comment_OLD,r_comment_EXISTS,op,cursor,operationcount\n"
+        f'NULL,1,2,NULL,NULL,0,"new ""comment""",NULL,1,U,{CURSOR % 500},x\n'
+        "1,2\n"
+    )
+    dbz = _options("debezium_json", "lines", {}, tables)
+    dbz_rows = _options("debezium_json", "lines", {"columnar": False}, tables)
+    csv = _options(
+        "arcion_internal_csv",
+        "csv",
+        {"header": True, "table_from_path": r"/(?P<table>[a-z_]+)/[^/]+\.csv$"},
+        {"region": {"key": ["r_regionkey"]}},
+    )
+    rows = [
+        (str(root / "dbz.json"), "lines", dbz),
+        (str(root / "region" / "part-0001.csv"), "csv", csv),
+        (None, "lines", dbz),
+        (str(root / "dbz.json"), "lines", dbz_rows),
+        (str(root / "empty.json"), "lines", dbz),
+        (str(root / "region" / "part-0002.csv"), "csv", csv),
+    ]
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def _reference(paths: list[str | None], framings: list[str | None], options: list[str | None]) -> pa.Array:
+    """The plain formulation: every record a dict, decoded one at a time."""
+    out: list[Any] = []
+    for records, path, opts in zip(read_records(paths, framings, options), paths, options, strict=True):
+        if records is None:
+            out.append(None)
+            continue
+        rows = []
+        for r in records:
+            result = None
+            if r["error"] is None:
+                (result,) = decode_records(opts, [r["text"]], [r["kafka_key"]], [path], [r["header"]])
+            quarantined = r["error"] is not None or result["status"] == "quarantined"
+            raw = r["text"] if r["text"] is not None else r["raw_b64"]
+            rows.append(
+                {
+                    "record_index": r["record_index"],
+                    "error": r["error"],
+                    "raw_record": raw if quarantined else None,
+                    "raw_is_base64": (r["raw_b64"] is not None) if quarantined else None,
+                    **{k: r[k] for k in ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp_ms")},
+                    "result": result,
+                }
+            )
+        out.append(rows)
+    return pa.array(out, type=DECODED_RECORDS_TYPE)
+
+
+def _arrays(landing: Any) -> list[pa.Array]:
+    return [pa.array(column, type=pa.string()) for column in landing]
+
+
+def test_same_records_as_read_then_decode(landing) -> None:
+    got = decode_files_array(*_arrays(landing))
+    expected = _reference(*landing)
+    assert got.type == DECODED_RECORDS_TYPE
+    assert len(got) == 6 and got.is_null().to_pylist() == [False, False, True, False, False, False]
+    for i in range(len(expected)):
+        assert got[i].equals(expected[i]), (i, landing[0][i])
+    assert got.equals(expected)
+    # every branch ran: ok, quarantined by the decoder, a framing error, a skipped or not
+    records = got.flatten().to_pylist()
+    statuses = [None if r["result"] is None else r["result"]["status"] for r in records]
+    assert statuses.count("ok") > 500 and statuses.count("quarantined") >= 4, statuses
+    not_utf8 = [r for r in records if r["error"] is not None and r["raw_is_base64"]]  # in both Debezium files
+    assert [(r["result"], r["raw_record"]) for r in not_utf8] == [(None, "//4gbm90IHV0Zi04")] * 2  # the line's base64
+    assert all(r["raw_record"] is None for r, s in zip(records, statuses, strict=True) if s == "ok")
+    assert [r["raw_record"] for r, s in zip(records, statuses, strict=True) if s == "quarantined"].count(
+        "not json"
+    ) == 2  # in both Debezium files
+    csv_rows = got[1].values.to_pylist()
+    assert [dict(c["after"])["r_name"] for r in csv_rows for c in r["result"]["changes"]] == ["AFRICA", "A"]
+
+
+def test_chunks_do_not_change_the_result(landing) -> None:
+    arrays = _arrays(landing)
+    assert DECODE_CHUNK >= 300
+    assert decode_files_array(*arrays, chunk=7).equals(decode_files_array(*arrays))
+
+
+def test_no_files(landing) -> None:
+    empty = pa.array([], type=pa.string())
+    assert decode_files_array(empty, empty, empty).equals(pa.array([], type=DECODED_RECORDS_TYPE))
+
+
+def test_types_are_sparks_parse_of_the_ddl(spark) -> None:
+    from udfs.spark_udfs import _arrow_type
+
+    assert _arrow_type(DECODED_RECORDS_DDL) == DECODED_RECORDS_TYPE
+    assert _arrow_type(RECORDS_DDL) == RECORDS_TYPE
+
+
+def test_in_sql_same_as_the_two_functions_composed(spark, landing) -> None:
+    rows = list(zip(*landing, strict=True))
+    spark.createDataFrame(rows, "path string, framing string, options string").createOrReplaceTempView("files")
+    fused = spark.sql(
+        """
+        select path, options, rec.record_index, rec.error, rec.raw_record, rec.raw_is_base64,
+            to_json(rec.result) as result
+        from files lateral view explode(cdc_decode_files(path, framing, options)) x as rec
+        """
+    )
+    composed = spark.sql(
+        """
+        select path, options, rec.record_index, rec.error,
+            case when rec.error is not null or r.status = 'quarantined' then coalesce(rec.text, rec.raw_b64) end,
+            case when rec.error is not null or r.status = 'quarantined' then rec.raw_b64 is not null end,
+            case when rec.error is null then to_json(r) end
+        from (
+            select path, options, rec, cdc_decode(options, rec.text, rec.kafka_key, path, rec.header) as r
+            from files lateral view explode(cdc_read_records(path, framing, options)) x as rec
+        )
+        """
+    )
+    got, expected = sorted(map(tuple, fused.collect())), sorted(map(tuple, composed.collect()))
+    assert len(got) > 600
+    assert got == expected
