@@ -166,7 +166,14 @@ def _add_cpu(decode: list[dict], e2e: dict, sections: dict[str, dict]) -> None:
     for d in decode:
         d["cpu_s"] = {
             v: cpu(f"decode:{d['case']}:{v}")
-            for v in ("project", "project_one_task", "project_python_path", "project_cached_results", "native")
+            for v in (
+                "project",
+                "project_one_task",
+                "project_python_path",
+                "project_two_calls",
+                "project_cached_results",
+                "native",
+            )
         }
         project, native = d["cpu_s"]["project"], d["cpu_s"]["native"]
         d["cpu_ratio_project_over_native"] = round(project / native, 2) if project and native else None
@@ -294,12 +301,13 @@ def main(argv: list[str] | None = None) -> int:
                 sampler,
                 args.repeat,
                 one_task,
-                miss_log=work / f"cache-misses-{name}.log",
+                cache_dir=work / f"decoded-cache-{name}",
             )
             decode.append(d)
             print(
                 f"bench:   project {d['project']['records_per_s']:,.0f} r/s, python path "
-                f"{d['project_python_path']['records_per_s'] or 0:,.0f} r/s, cached results "
+                f"{d['project_python_path']['records_per_s'] or 0:,.0f} r/s, two calls "
+                f"{d['project_two_calls']['records_per_s'] or 0:,.0f} r/s, cached results "
                 f"{d['project_cached_results']['records_per_s'] or 0:,.0f} r/s, native "
                 f"{d['native_from_json']['records_per_s']:,.0f} r/s, orjson {d['bound_orjson']['records_per_s']:,.0f} r/s",
                 file=sys.stderr,

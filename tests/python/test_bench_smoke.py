@@ -46,10 +46,10 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert _positive(decode[variant]["mb_per_s"]), variant
     assert _positive(decode["python_decode_only"]["records_per_s"])
     # debezium_json: the record-by-record path and the results cached in the workers
-    for variant in ("project_python_path", "project_cached_results"):
+    for variant in ("project_python_path", "project_two_calls", "project_cached_results"):
         assert _positive(decode[variant]["records_per_s"]), variant
     assert isinstance(decode["project_cached_results"]["cache_misses"], int)
-    assert _positive(decode["ratio_cached_results_over_native"])
+    assert _positive(decode["ratio_cached_results_over_native"]) and _positive(decode["ratio_project_over_two_calls"])
     assert _positive(decode["ratio_project_over_native"]) and _positive(decode["ratio_project_over_bound_orjson"])
 
     e2e = res["end_to_end"]
