@@ -28,9 +28,10 @@ project_cached_results (diagnostic, ``debezium_json`` only)
     The same query as *project* with ``cdc_decode_files`` replaced by a copy that writes
     each file's result once as an Arrow IPC file and memory-maps it when asked again, in
     whichever worker (one untimed run fills the cache; a file decoded afresh in a timed
-    run is counted in ``cache_misses``), measured after the other variants: Spark's cost of carrying the decoded results (the Arrow batches
-    to the JVM, the explodes, the rows) with no Python work at all. The floor of any
-    decoder that returns the changelog contract's rows from a Python UDF.
+    run is counted in ``cache_misses``), measured after the other variants: Spark's
+    cost of carrying the decoded results (the Arrow batches to the JVM, the explodes,
+    the rows) with no decoding at all. The floor of any decoder that returns the
+    changelog contract's rows from a Python UDF.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -277,10 +278,10 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
             fresh = decode_files_array(path.take(take), framing.take(take), options.take(take))
             for j, i in enumerate(missing):
                 table = pa.table({"r": fresh.slice(j, 1)})
-                with pa.OSFile(names[i] + f".{os.getpid()}.tmp", "wb") as sink:
-                    with pa.ipc.new_file(sink, table.schema) as writer:
-                        writer.write_table(table)
-                os.replace(names[i] + f".{os.getpid()}.tmp", names[i])
+                partial = f"{names[i]}.{os.getpid()}.tmp"  # renamed when whole: readers never see half a file
+                with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                    writer.write_table(table)
+                os.replace(partial, names[i])
             with open(os.path.join(folder, "misses.log"), "a", encoding="utf-8") as fh:
                 fh.write(f"{len(missing)}\n")
         parts = [pa.ipc.open_file(pa.memory_map(name)).read_all().column("r").chunk(0) for name in names]
@@ -451,7 +452,7 @@ def run_decode(
                 t = timed_noop(frame)
             best[name] = min(t, best.get(name, t))
     if python_path and cache_dir is not None:
-        # after the others: the cached results fill the workers' memory until cleared
+        # after the others, so the cache's files and page cache weigh on no other variant
         best["project_cached_results"], misses = _cached_results(spark, case, model, cache_dir, sampler, repeat)
     project, native = best["project"], best["native"]
     with sampler.section(f"decode:{case.name}:bound"):

@@ -67,7 +67,7 @@ def format_tables(res: dict[str, Any]) -> str:
         "DECODE throughput, records/s (project: cdc_decode_files as the models run it; 1 task: the "
         "same with every file in one task, as before the spread; python path: the same with columnar: false, "
         "decode_records per record; two calls: cdc_read_records, explode, cdc_decode, as before "
-        "cdc_decode_files; cached: the same with each file's result cached in the Python worker, "
+        "cdc_decode_files; cached: the same with each file's result memory-mapped from an earlier run, "
         "Spark's cost of carrying the results; python only: decode_records in one process)",
         _table(
             [
