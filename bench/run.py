@@ -124,7 +124,11 @@ def snapshot_code(work: Path) -> tuple[Path, str]:
     A long run then measures one version of the code, even when the working tree is
     edited while it runs (the Python workers import ``udfs`` when a task starts). The
     driver finds the copy first on ``sys.path``, the workers through ``PYTHONPATH``,
-    and ``udfs.pipeline`` runs dbt on the copied project (its ``PROJECT_DIR``).
+    and ``udfs.pipeline`` runs dbt on the copied project (its ``PROJECT_DIR``). The
+    process also moves into the copy: Spark starts its workers with ``python -m
+    pyspark.daemon`` in the driver's folder, and ``-m`` puts that folder first on their
+    ``sys.path``, ahead of ``PYTHONPATH`` (from the repository, they would import the
+    working tree).
     Returns the copy and a digest of its files.
     """
     import hashlib
@@ -143,7 +147,20 @@ def snapshot_code(work: Path) -> tuple[Path, str]:
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     sys.path.insert(0, str(root))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+    os.chdir(root)
     return root, digest.hexdigest()[:16]
+
+
+def _worker_udfs_dir(spark: Any) -> Path:
+    """The folder a Python worker imports ``udfs`` from (one task)."""
+
+    def where(_: Any) -> list[str]:
+        import udfs
+
+        return [str(Path(udfs.__file__).resolve().parent)]
+
+    (folder,) = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    return Path(folder)
 
 
 def _git() -> dict[str, Any]:
@@ -199,11 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("CDC_DBT_QUIET", "1")
-    out_dir = Path(args.out)
+    out_dir = Path(args.out).resolve()  # absolute: the run moves into its code snapshot
     out_dir.mkdir(parents=True, exist_ok=True)
-    if args.work:
-        Path(args.work).mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="cdc-bench-", dir=args.work))
+    work_parent = Path(args.work).resolve() if args.work else None
+    if work_parent:
+        work_parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="cdc-bench-", dir=work_parent))
+    started_in = Path.cwd()
     warehouse = work / "warehouse"
     code, code_digest = snapshot_code(work)
     git_at_snapshot = _git()  # the commit the copied code came from (the tree may move on during the run)
@@ -277,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         import udfs.pipeline
 
         assert udfs.pipeline.PROJECT_DIR == code, f"udfs imported from {udfs.pipeline.PROJECT_DIR}, not {code}"
+        worker_udfs = _worker_udfs_dir(spark)
+        assert worker_udfs == code / "udfs", f"the Python workers import udfs from {worker_udfs}, not {code / 'udfs'}"
         options = {f.name: json.dumps(decode_cfg.decoder_options(f), sort_keys=True) for f in decode_cfg.feeds}
 
         # ------------------------------------------------------------------ decode
@@ -361,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         sampler.stop()
         if spark is not None:
             spark.stop()
+        os.chdir(started_in)
         if not args.keep_work:
             shutil.rmtree(work, ignore_errors=True)
 
