@@ -26,6 +26,7 @@ TOP_LEVEL_KEYS = {
     "long_history_versions",
     "compact_after_segments",
     "compact_after_fraction",
+    "keep_previous_bases",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -91,6 +92,10 @@ class Config:
     #: ... or hold more versions than this fraction of the base's (see
     #: macros/sql/cdc_merge_plan.sql)
     compact_after_fraction: float = 0.5
+    #: bases kept after a compaction, with the segments merged onto them, so that a
+    #: query that started before it (through ``cdc serve``) still finds its files; they
+    #: are dropped by a later compaction (0: at once; see macros/sql/cdc_drop_old_segments.sql)
+    keep_previous_bases: int = 1
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -152,6 +157,9 @@ def load_config(path: str | Path) -> Config:
     compact_fraction = raw.get("compact_after_fraction", 0.5)
     if not isinstance(compact_fraction, int | float) or isinstance(compact_fraction, bool) or compact_fraction < 0:
         raise ConfigError(f"compact_after_fraction must be a number >= 0, got {compact_fraction!r}")
+    keep_bases = raw.get("keep_previous_bases", 1)
+    if not isinstance(keep_bases, int) or isinstance(keep_bases, bool) or keep_bases < 0:
+        raise ConfigError(f"keep_previous_bases must be an integer >= 0, got {keep_bases!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -238,6 +246,7 @@ def load_config(path: str | Path) -> Config:
         long_history,
         compact_segments,
         float(compact_fraction),
+        keep_bases,
     )
 
 

@@ -60,6 +60,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "long_history_versions": config.long_history_versions,
             "compact_after_segments": config.compact_after_segments,
             "compact_after_fraction": config.compact_after_fraction,
+            "keep_previous_bases": config.keep_previous_bases,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "feeds": [

@@ -8,8 +8,8 @@
     `cdc run` publish from the same cdc.yml.
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
-    long_history_versions, compact_after_segments, compact_after_fraction, golden,
-    retry_quarantine.
+    long_history_versions, compact_after_segments, compact_after_fraction,
+    keep_previous_bases, golden, retry_quarantine.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -29,6 +29,7 @@
         'long_history_versions': settings.get('long_history_versions', 64),
         'compact_after_segments': settings.get('compact_after_segments', 8),
         'compact_after_fraction': settings.get('compact_after_fraction', 0.5),
+        'keep_previous_bases': settings.get('keep_previous_bases', 1),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
     }) %}

@@ -87,3 +87,15 @@ def test_compaction_settings_are_a_segment_count_and_a_fraction(tmp_path):
     for bad in (-0.1, "0.5", False, None):
         with pytest.raises(ConfigError, match="compact_after_fraction must be a number >= 0"):
             load_config(_write(tmp_path, [feed("debezium_json")], compact_after_fraction=bad))
+
+
+def test_keep_previous_bases_is_a_count_passed_to_dbt(tmp_path):
+    from udfs.pipeline import dbt_vars
+
+    config = load_config(_write(tmp_path, [feed("debezium_json")]))
+    assert config.keep_previous_bases == 1 and dbt_vars(config)["cdc"]["keep_previous_bases"] == 1
+    config = load_config(_write(tmp_path, [feed("debezium_json")], keep_previous_bases=0))
+    assert config.keep_previous_bases == 0 and dbt_vars(config)["cdc"]["keep_previous_bases"] == 0
+    for bad in (-1, "1", True, 1.5, None):
+        with pytest.raises(ConfigError, match="keep_previous_bases must be an integer >= 0"):
+            load_config(_write(tmp_path, [feed("debezium_json")], keep_previous_bases=bad))

@@ -2,7 +2,9 @@
 partition per table) with every version of the keys it refolded, and the views
 ``state`` and ``history`` read, per key, its latest committed segment
 (``macros/sql/cdc_resolve_segments.sql``). Past ``compact_after_segments`` a merge
-compacts: it copies every other key into a new base and the older segments are dropped.
+compacts: it copies every other key into a new base and the older segments are dropped,
+but for the previous base and its segments (``keep_previous_bases``, default 1): a
+query planned before the compaction still reads them.
 
 One landing folder, read by two configurations: *segments* (compaction after 2
 segments) and *cow*, where every merge compacts (``compact_after_segments: 0``: copy
@@ -24,6 +26,7 @@ from udfs.config import load_config
 from udfs.pipeline import run_dbt, run_pipeline
 
 TOAST = "__debezium_unavailable_value"
+TABLES = ("state", "history")
 KEYS = 60
 
 
@@ -85,7 +88,7 @@ def _runs(seed: int = 11) -> tuple[list[dict[str, list[str]]], list[dict[int, di
     return runs, expected
 
 
-def _config(folder: Path, landing: Path, name: str, compact_after_segments: int) -> Path:
+def _config(folder: Path, landing: Path, name: str, compact_after_segments: int, keep_previous_bases: int = 1) -> Path:
     folder.mkdir()
     cfg = {
         "warehouse": ".cdc",
@@ -94,6 +97,7 @@ def _config(folder: Path, landing: Path, name: str, compact_after_segments: int)
         "buckets": 4,
         "compact_after_segments": compact_after_segments,
         "compact_after_fraction": 100,
+        "keep_previous_bases": keep_previous_bases,
         "feeds": [{"name": "t", "format": "debezium_json", "path": str(landing)}],
         "tables": {"t": {"key": ["id"], "columns": {"id": "bigint", "a": "string", "b": "string"}}},
     }
@@ -114,6 +118,16 @@ def _segments(spark, schema: str) -> set[str]:
     return {r.segment for r in spark.sql(f"select distinct segment from {schema}.history_segments").collect()}
 
 
+def _run_ids(spark, schema: str) -> list[str]:
+    """The committed merges that wrote a segment, oldest first."""
+    log = spark.sql(f"select run_id from {schema}.merge_log where versions_rewritten > 0 order by merged_through")
+    return [r.run_id for r in log.collect()]
+
+
+def _frame_rows(frame) -> list[str]:
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in frame.collect())
+
+
 def _live(spark, schema: str) -> dict[int, dict]:
     rows = spark.sql(f"select key, row from {schema}.state where not is_deleted").collect()
     return {int(r.key["id"]): r.row for r in rows}
@@ -129,7 +143,7 @@ def test_segments_equal_copy_on_write_and_a_merge_that_died_is_never_read(spark,
     runs, expected = _runs()
     landing = tmp_path / "landing"
     landing.mkdir()
-    segments_cfg = _config(tmp_path / "segments", landing, "segments", compact_after_segments=2)
+    segments_cfg = _config(tmp_path / "segments", landing, "segments", compact_after_segments=2, keep_previous_bases=0)
     cow_cfg = _config(tmp_path / "cow", landing, "cow", compact_after_segments=0)
     for schema in ("merge_segments", "merge_cow"):
         spark.sql(f"drop database if exists {schema} cascade")
@@ -137,7 +151,11 @@ def test_segments_equal_copy_on_write_and_a_merge_that_died_is_never_read(spark,
 
     # full: the first base; append, append: a segment each; compact: a new base
     plans = ["full", "append", "append", "compact"]
+    held: dict[str, object] = {}
     for number, (files, live) in enumerate(zip(runs[:4], expected[:4], strict=True), start=1):
+        if number == 3:
+            # a reader's queries planned before the third merge (copy on write: a compaction)
+            held = {t: (spark.table(f"merge_cow.{t}"), _rows(spark, f"select * from merge_cow.{t}")) for t in TABLES}
         for name, lines in files.items():
             (landing / name).write_text("\n".join(lines) + "\n")
         assert run_pipeline(segments_cfg, spark=spark).quarantined == 0
@@ -145,8 +163,14 @@ def test_segments_equal_copy_on_write_and_a_merge_that_died_is_never_read(spark,
 
         assert _plan(spark, "merge_segments") == plans[number - 1], number
         assert _plan(spark, "merge_cow") == ("full" if number == 1 else "compact"), number
-        # copy on write keeps one segment; appended segments stay until a compaction
-        assert len(_segments(spark, "merge_cow")) == 1, number
+        # copy on write keeps its base and the previous one (keep_previous_bases: 1) ...
+        assert _segments(spark, "merge_cow") == set(_run_ids(spark, "merge_cow")[-2:]), number
+        # ... so a query planned before the compaction still reads its rows, unchanged
+        for table, (frame, rows_then) in held.items():
+            assert _rows(spark, f"select * from merge_cow.{table}") != rows_then, "the merge changed nothing"
+            assert _frame_rows(frame) == rows_then, (number, table)
+        held = {}
+        # appended segments stay until a compaction, which drops them at once (keep_previous_bases: 0)
         assert len(_segments(spark, "merge_segments")) == {1: 1, 2: 2, 3: 3, 4: 1}[number], number
         if plans[number - 1] == "append":
             written = spark.sql("select count(distinct key_text) from merge_segments.int_row_versions_refolded")
