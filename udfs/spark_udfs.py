@@ -67,6 +67,14 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 #: records per ``decode_array`` call in ``cdc_decode_files``: a ``cdc_decode`` Arrow
 #: batch (``spark.sql.execution.arrow.maxRecordsPerBatch``), whatever the file sizes
 DECODE_CHUNK = 2000
+#: text (or base64) bytes of one landing file's records that an Arrow string column, with
+#: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
+MAX_FILE_TEXT_BYTES = 2**31 - 1
+
+
+class FileTooLargeError(ValueError):
+    """A file's records hold more text than one Arrow string column can."""
+
 
 #: The SQL fields of ``arcion_cursor`` (name, Spark type) and the ``cursor_batch`` column
 #: each is read from. Timestamps are UTC instants with millisecond precision.
@@ -163,11 +171,33 @@ def read_records_array(
 
 
 def file_records_struct(content: bytes, framing: str, opts: str | None, struct_type: pa.StructType) -> pa.StructArray:
-    """The records of one file's ``content`` (one element of ``cdc_read_records``)."""
-    part = _valid_lines_struct(content, struct_type) if framing == "lines" else None
-    if part is None:
-        part = _records_struct(_split(content, framing, opts), struct_type)
+    """The records of one file's ``content`` (one element of ``cdc_read_records``).
+
+    A file whose records hold more than ``MAX_FILE_TEXT_BYTES`` of text is one record
+    with a framing ``error`` that says so (quarantined, the run goes on): Spark cannot
+    carry it, and the file must be split.
+    """
+    try:
+        part = _valid_lines_struct(content, struct_type) if framing == "lines" else None
+        if part is None:
+            part = _records_struct(_split(content, framing, opts), struct_type)
+    except FileTooLargeError as exc:
+        return _error_struct(str(exc), struct_type)
     return part
+
+
+def _too_large(text_bytes: int) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"file too large: its records hold {text_bytes:,} bytes of text, more than the "
+        f"{MAX_FILE_TEXT_BYTES:,} one landing file may hold (Arrow's 32-bit offsets); split the file"
+    )
+
+
+def _error_struct(error: str, struct_type: pa.StructType) -> pa.StructArray:
+    """One record (index 0) with a framing ``error`` and nothing else."""
+    values = {"record_index": 0, "error": error}
+    columns = [pa.array([values.get(f.name)], type=f.type) for f in struct_type]
+    return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
 
 def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
@@ -196,6 +226,9 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
     try:
         lines = pc.binary_slice(with_newline, 0, -1).cast(pa.large_string())
         lines = lines.filter(pc.greater(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0))
+        text_bytes = pc.sum(pc.binary_length(lines)).as_py() or 0
+        if text_bytes > MAX_FILE_TEXT_BYTES:
+            raise _too_large(text_bytes)
         text = lines.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None
@@ -213,6 +246,13 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
 
 def _records_struct(records: list[Any], struct_type: pa.StructType) -> pa.StructArray:
     """Records (``RawRecord``) as a struct array, one column at a time."""
+    for name in ("text", "raw_b64"):
+        values = [v for r in records if (v := getattr(r, name))]
+        # a character takes 1 to 4 bytes: count them exactly only near the limit
+        if 4 * sum(map(len, values)) > MAX_FILE_TEXT_BYTES:
+            text_bytes = sum(len(v.encode("utf-8", "surrogatepass")) for v in values)
+            if text_bytes > MAX_FILE_TEXT_BYTES:
+                raise _too_large(text_bytes)
     columns = [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in struct_type]
     return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 

@@ -11,6 +11,8 @@
 * the raw record comes out only for a quarantined record (a framing error or a
   ``quarantined`` result), base64 where the bytes are not UTF-8, and a framing error
   has no result;
+* a file whose records hold more text than an Arrow string column can is one
+  quarantined record that says so (the limit lowered for the test);
 * through Spark: the registered function in SQL against the two functions composed in
   SQL; the Arrow types are Spark's parse of the DDL.
 """
@@ -188,3 +190,41 @@ def test_in_sql_same_as_the_two_functions_composed(spark, landing) -> None:
     got, expected = sorted(map(tuple, fused.collect())), sorted(map(tuple, composed.collect()))
     assert len(got) > 600
     assert got == expected
+
+
+def test_a_file_past_the_text_limit_is_one_framing_error(tmp_path, monkeypatch) -> None:
+    """A file whose records hold more text than an Arrow string column can (2 GiB - 1
+    byte; lowered here) is one quarantined record that says so, whether its lines are
+    cut by Arrow (valid UTF-8) or by ``split_file`` (a line that is not UTF-8); a file
+    under the limit beside it decodes as before."""
+    import udfs.spark_udfs as spark_udfs
+    from udfs.framing import split_file
+    from udfs.spark_udfs import read_records_array
+
+    content, tables = _debezium_lines(events=40)
+    valid = b"\n".join(line for line in content.split(b"\n") if b"\xff" not in line)
+    files = {"valid.json": valid, "not_utf8.json": content, "small.json": content.split(b"\n")[0] + b"\n"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    text_bytes = {
+        name: sum(len(r.text.encode()) for r in split_file(data, "lines", {}) if r.text) for name, data in files.items()
+    }
+    limit = text_bytes["small.json"] + 1
+    assert min(text_bytes["valid.json"], text_bytes["not_utf8.json"]) > limit
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", limit)
+
+    paths = [str(tmp_path / name) for name in files]
+    opts = _options("debezium_json", "lines", {}, tables)
+    got = decode_files_array(*_arrays((paths, ["lines"] * 3, [opts] * 3))).to_pylist()
+    for name, records in zip(list(files)[:2], got[:2], strict=True):
+        (record,) = records
+        assert record["error"] == (
+            f"file too large: its records hold {text_bytes[name]:,} bytes of text, more than the {limit:,} one "
+            "landing file may hold (Arrow's 32-bit offsets); split the file"
+        ), name
+        assert (record["record_index"], record["result"], record["raw_record"]) == (0, None, None), name
+    (small,) = got[2]
+    assert small["error"] is None and small["result"]["status"] == "ok"
+    # cdc_read_records gives the same framing error
+    read = read_records_array(paths, ["lines"] * 3, [opts] * 3, RECORDS_TYPE).to_pylist()
+    assert [[r["error"] for r in records] for records in read[:2]] == [[got[0][0]["error"]], [got[1][0]["error"]]]
