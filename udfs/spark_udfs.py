@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
-from udfs.framing import split_file
+from udfs.framing import RawRecord, split_file
 from udfs.types import widest_type
 
 RECORDS_DDL = (
@@ -74,6 +74,12 @@ MAX_FILE_TEXT_BYTES = 2**31 - 1
 
 class FileTooLargeError(ValueError):
     """A file's records hold more text than one Arrow string column can."""
+
+    def __init__(self, text_bytes: int) -> None:
+        super().__init__(
+            f"file too large: its records hold {text_bytes:,} bytes of text, more than the "
+            f"{MAX_FILE_TEXT_BYTES:,} one landing file may hold (Arrow's 32-bit offsets); split the file"
+        )
 
 
 #: The SQL fields of ``arcion_cursor`` (name, Spark type) and the ``cursor_batch`` column
@@ -182,22 +188,8 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
         if part is None:
             part = _records_struct(_split(content, framing, opts), struct_type)
     except FileTooLargeError as exc:
-        return _error_struct(str(exc), struct_type)
+        return _records_struct([RawRecord(0, None, error=str(exc))], struct_type)
     return part
-
-
-def _too_large(text_bytes: int) -> FileTooLargeError:
-    return FileTooLargeError(
-        f"file too large: its records hold {text_bytes:,} bytes of text, more than the "
-        f"{MAX_FILE_TEXT_BYTES:,} one landing file may hold (Arrow's 32-bit offsets); split the file"
-    )
-
-
-def _error_struct(error: str, struct_type: pa.StructType) -> pa.StructArray:
-    """One record (index 0) with a framing ``error`` and nothing else."""
-    values = {"record_index": 0, "error": error}
-    columns = [pa.array([values.get(f.name)], type=f.type) for f in struct_type]
-    return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
 
 def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
@@ -228,7 +220,7 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
         lines = lines.filter(pc.greater(pc.binary_length(pc.ascii_trim_whitespace(lines)), 0))
         text_bytes = pc.sum(pc.binary_length(lines)).as_py() or 0
         if text_bytes > MAX_FILE_TEXT_BYTES:
-            raise _too_large(text_bytes)
+            raise FileTooLargeError(text_bytes)
         text = lines.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None
@@ -252,7 +244,7 @@ def _records_struct(records: list[Any], struct_type: pa.StructType) -> pa.Struct
         if 4 * sum(map(len, values)) > MAX_FILE_TEXT_BYTES:
             text_bytes = sum(len(v.encode("utf-8", "surrogatepass")) for v in values)
             if text_bytes > MAX_FILE_TEXT_BYTES:
-                raise _too_large(text_bytes)
+                raise FileTooLargeError(text_bytes)
     columns = [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in struct_type]
     return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 
