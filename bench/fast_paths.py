@@ -11,8 +11,11 @@ give the same result, and prints microseconds per record and the ratio:
   and ``pa.array`` (``read_records``);
 * ``loads_exact``: msgspec (``float_hook`` keeps a number's text), against the stdlib
   parser with the same hooks, through ``decode_records``;
-* ``split_kcat``: msgspec for the ``kcat -J`` wrapper of each record, against
-  ``json.loads``, through ``read_records_array`` (kcat formats only).
+* ``kcat columns``: each ``kcat -J`` line parsed by msgspec straight into its fields,
+  one Arrow column per field (``_kcat_struct``), against ``split_kcat`` and
+  ``_records_struct``, through ``read_records_array`` (kcat formats only);
+* ``split_kcat``: with the column path off, msgspec for the ``kcat -J`` wrapper of each
+  record, against ``json.loads``, through ``read_records_array`` (kcat formats only).
 
 No Spark job runs; a local session only parses the records' Arrow type.
 """
@@ -61,13 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     SparkSession.builder.master("local[1]").getOrCreate()
-    from udfs import contract, framing
+    from udfs import contract, framing, spark_udfs
     from udfs.decode import decode_records
     from udfs.framing import split_file
     from udfs.spark_udfs import RECORDS_DDL, _arrow_type, read_records, read_records_array
 
     records_type = _arrow_type(RECORDS_DDL)
-    fast_json, fast_kcat = contract._FAST_JSON, framing._FAST_JSON
+    fast_json, fast_kcat, kcat_line = contract._FAST_JSON, framing._FAST_JSON, spark_udfs._KCAT_LINE
 
     print(f"{'format':22} {'fast path':18} {'records':>8} {'plain us/rec':>13} {'fast us/rec':>12} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,17 +88,22 @@ def main(argv: list[str] | None = None) -> int:
             rows = [("cdc_read_records", plain, fast)]
             if case.framing == "kcat":
 
-                def reading(kcat_on: bool) -> Callable[[Any], Any]:
+                def reading(columns_on: bool, msgspec_on: bool) -> Callable[[Any], Any]:
                     def run(call: Any) -> Any:
-                        framing._FAST_JSON = fast_kcat if kcat_on else None
+                        spark_udfs._KCAT_LINE = kcat_line if columns_on else None
+                        framing._FAST_JSON = fast_kcat if msgspec_on else None
                         return read_records_array(*call, records_type)
 
                     return run
 
                 try:
-                    rows.append(("split_kcat", *_turns(calls, reading(False), reading(True), args.rounds)))
+                    turns = _turns(calls, reading(False, True), reading(True, True), args.rounds)
+                    rows.append(("kcat columns", *turns))
+                    rows.append(
+                        ("split_kcat", *_turns(calls, reading(False, False), reading(False, True), args.rounds))
+                    )
                 finally:
-                    framing._FAST_JSON = fast_kcat
+                    spark_udfs._KCAT_LINE, framing._FAST_JSON = kcat_line, fast_kcat
             records = [r for path in data.files for r in split_file(path.read_bytes(), case.framing, {})]
             chunks = [
                 ([r.text for r in records[i : i + 1000]], [r.kafka_key for r in records[i : i + 1000]])

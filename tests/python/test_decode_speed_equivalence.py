@@ -182,6 +182,68 @@ def test_read_records_lines_fast_path_equals_split_lines():
     assert fast > 200, "the Arrow path must be taken by many of the contents"
 
 
+KCAT_LINES = [
+    b'{"topic":"t","partition":0,"offset":7,"ts":1700000000000,"key":"{\\"id\\":1}","payload":"{\\"op\\":\\"c\\"}"}',
+    b'{"payload":"\\u00e9\\ud83d\\ude00 \\n \\" \\\\","key":null,"topic":null,"partition":null,"offset":null}',
+    b'{"payload":null,"key":"k","partition":2147483647,"offset":9223372036854775807,"ts":-9223372036854775808}',
+    b'{"payload":"x","partition":-2147483648,"offset":-1,"extra":[1,{"a":NaN}]}',  # NaN: stdlib only
+    b'{"payload":"x","extra":{"nested":[1,2,{"b":null}]},"headers":["h","v"]}',
+    b'{"payload":"first","payload":"second"}',  # the last of a repeated field, as json.loads
+    b'{"payload":"x","key":{"id":1}}',  # a key that is not text: written back as JSON
+    b'{"payload":"x","key":12}',
+    b'{"payload":"x","partition":2147483648}',  # out of int range
+    b'{"payload":"x","partition":true}',
+    b'{"payload":"x","offset":1.0}',
+    b'{"payload":"x","offset":9223372036854775808}',  # out of bigint range
+    b'{"payload":"x","ts":-9223372036854775809}',
+    b'{"payload":"x","ts":18446744073709551615}',
+    b'{"payload":"x","topic":3}',
+    b'{"payload":5}',
+    b'{"key":"k"}',  # no payload
+    b"[1,2]",
+    b'"text"',
+    b"{",
+    b'{"payload":"a\\ud800"}',  # a lone surrogate escape
+    b'{"payload":"\xff"}',  # not UTF-8
+    b'{"payload":"\xc3\xa9"}',
+    b'{"payload":"x"} {"payload":"y"}',  # two values on one line
+    b'{"payload":"x",',
+    b'"payload":"y"}',
+    b"[" * 3000 + b"]" * 3000,  # nested too deeply for the stdlib
+    b"",
+    b" \t",
+    b"\r",
+    b"\xef\xbb\xbf",
+]
+
+
+def test_read_records_kcat_fast_path_equals_split_kcat():
+    """``file_records_struct`` of a ``kcat`` file (each line parsed straight into its
+    fields by msgspec) gives exactly the records of ``split_kcat`` turned into Arrow one
+    dict at a time, for hostile lines too: any line the fast path cannot take exactly
+    sends the whole file to ``split_kcat``."""
+    from test_properties import RECORDS_TYPE
+
+    from udfs.framing import split_file
+    from udfs.spark_udfs import _kcat_struct, file_records_struct
+
+    struct_type = RECORDS_TYPE.value_type
+    rng = random.Random(12)
+    good = KCAT_LINES[:3] + KCAT_LINES[4:6] + [b"", b" \t"]
+    contents = [b"", b"\n", b"\xef\xbb\xbf" + KCAT_LINES[0], KCAT_LINES[0] + b"\r\n" + KCAT_LINES[1]]
+    contents += [b"\n".join(rng.choice(good) for _ in range(rng.randint(0, 8))) for _ in range(300)]
+    contents += [b"\n".join(rng.choice(KCAT_LINES) for _ in range(rng.randint(1, 6))) for _ in range(1500)]
+    fast = slow = 0
+    for content in contents:
+        reference = pa.array([r.__dict__ for r in split_file(content, "kcat")], type=struct_type)
+        built = file_records_struct(content, "kcat", None, struct_type)
+        assert built.equals(reference), content[:300]
+        taken = _kcat_struct(content, struct_type) is not None
+        fast += taken
+        slow += not taken
+    assert fast > 300 and slow > 1000, (fast, slow)
+
+
 # --------------------------------------------------- loads_exact: msgspec, then stdlib
 
 JSON_TOKENS = [
