@@ -62,6 +62,10 @@ FORMAT_CASES: dict[str, FormatCase] = {
         FormatCase("arcion_kafka_json", "arcion_kafka_json", "kcat", "arcion_kafka_json"),
         # Lindorm (Debezium format V2.0) as kcat -J lines, SQL and HBase tables
         FormatCase("lindorm_json", "lindorm_json", "kcat", "lindorm_json"),
+        # Alibaba Cloud DTS Canal JSON, one message (one row) per line
+        FormatCase("dts_canal_json", "dts_canal_json", "lines", "dts_canal_json"),
+        # Alibaba Cloud DTS Shareplex JSON (Oracle), one message per line
+        FormatCase("dts_shareplex_json", "dts_shareplex_json", "lines", "dts_shareplex_json"),
     )
 }
 

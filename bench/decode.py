@@ -78,6 +78,15 @@ _ARCION_INTERNAL = (
     f"cursor string, before {IMG}, after {IMG}, exists {IMG}, operationcount string"
 )
 
+_DTS_CANAL = (
+    f"database string, `table` string, type string, isDdl boolean, data array<{IMG}>, old array<{IMG}>, "
+    f"pkNames array<string>, mysqlType {IMG}, es bigint, ts bigint, id bigint"
+)
+_DTS_SHAREPLEX = (
+    "meta struct<time: string, op: string, scn: string, rowid: string, trans: string, seq: bigint, size: bigint, "
+    f"`table`: string, idx: string, posttime: string>, data {IMG}, key {IMG}"
+)
+
 
 def _wrapped(fields: str) -> str:
     """A schema for envelopes with or without ``{"schema": .., "payload": ..}``."""
@@ -111,6 +120,11 @@ def native_select(case: FormatCase) -> tuple[str, list[str]]:
         return _wrapped(_CDL), cols
     if case.format == "arcion_internal_json":
         return _ARCION_INTERNAL, ["e.tableName", "e.opType", "e.cursor", "e.before", "e.after", "e.exists"]
+    if case.format == "dts_canal_json":
+        cols = ["e.database", "e.`table`", "e.type", "e.isDdl", "e.data", "e.old", "e.pkNames", "e.mysqlType"]
+        return _DTS_CANAL, [*cols, "e.es", "e.ts", "e.id"]
+    if case.format == "dts_shareplex_json":
+        return _DTS_SHAREPLEX, ["e.meta", "e.data", "e.key"]
     # Debezium-shaped envelopes: debezium_json, arcion_kafka_json, lindorm_json
     cols = [_pick("op"), _pick("before"), _pick("after"), _pick("source"), _pick("ts_ms")]
     return _wrapped(_DEBEZIUM_PAYLOAD), cols
