@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import base64
 import re
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from udfs.contract import Change, Ddl, Decoder, QuarantineError, Record, SkipRecord, canonical_text, loads_exact, seq_of
@@ -152,6 +153,7 @@ SQL_TYPES: dict[int, str] = {
 _MYSQL_TYPE = re.compile(r"^\s*([a-z]+(?: precision)?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?(.*)$", re.I)
 
 
+@lru_cache(maxsize=1024)  # every message repeats its table's types: parse each text once
 def spark_type(mysql_type: str) -> str:
     """The Spark SQL type of a ``mysqlType`` text (``bigint(20) unsigned``, ``NUMERIC(8,3)``).
 
