@@ -156,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             return col.decode_debezium_columnar(opts, *batch)
 
         def columnar_cold(batch: Any) -> pa.Array:
-            del col._SCHEMAS[1:]  # every batch parses its Kafka Connect schemas again
-            col._SCHEMA_IDS.clear()
+            col.clear_schema_cache()  # every batch parses its Kafka Connect schemas again
             return col.decode_debezium_columnar(opts, *batch)
 
         def by_orjson(batch: Any) -> int:

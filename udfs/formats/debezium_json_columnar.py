@@ -614,18 +614,38 @@ def _slots(tok: _Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str],
 #: Kafka Connect schemas seen (id 0: no schema): parsed value, and their text -> id
 _SCHEMAS: list[Any] = [None]
 _SCHEMA_IDS: dict[bytes, int] = {}
+#: the cache is emptied between batches past either bound: a wide table's schema text
+#: runs to hundreds of kB (and its parsed value to several times that), so a count
+#: alone would let a feed of many wide tables hold gigabytes in each Python worker
 _MAX_SCHEMAS = 512
+_MAX_SCHEMA_BYTES = 16 * 2**20
+_schema_bytes = 0
 _SCHEMA_PREFIX = np.frombuffer(b'{"schema":', dtype=np.uint8)
 
 
 def _schema_id(text: str) -> int:
+    global _schema_bytes
     raw = text.encode("utf-8")
     sid = _SCHEMA_IDS.get(raw)
     if sid is None:
         _RAW_ONE.decode(raw)  # a valid JSON value (it comes from a validated record)
         sid = _SCHEMA_IDS[raw] = len(_SCHEMAS)
         _SCHEMAS.append(loads_exact(text))
+        _schema_bytes += len(raw)
     return sid
+
+
+def clear_schema_cache() -> None:
+    """Forget every cached schema (between batches only: a batch uses the ids)."""
+    global _schema_bytes
+    del _SCHEMAS[1:]
+    _SCHEMA_IDS.clear()
+    _schema_bytes = 0
+
+
+def schema_cache_size() -> tuple[int, int]:
+    """(schemas cached, bytes of their text)."""
+    return len(_SCHEMAS) - 1, _schema_bytes
 
 
 def _cut_known_schemas(
@@ -895,9 +915,8 @@ def _fast(
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
     _tick("cut")
-    if len(_SCHEMAS) > _MAX_SCHEMAS:  # between batches only: ids are used within one
-        del _SCHEMAS[1:]
-        _SCHEMA_IDS.clear()
+    if len(_SCHEMAS) > _MAX_SCHEMAS or _schema_bytes > _MAX_SCHEMA_BYTES:
+        clear_schema_cache()
     b, off = _buffers(texts)
     first = _skip_ws(b, off[:-1], off[1:])
     # a Kafka Connect schema seen before is not tokenized (nor validated again): its

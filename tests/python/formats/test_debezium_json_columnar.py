@@ -438,6 +438,55 @@ def test_empty_batch() -> None:
     assert len(col.decode_debezium_columnar(_opts(), pa.array([], pa.string()))) == 0
 
 
+def _wide_envelope(table: int, width: int, row: int) -> str:
+    """A Debezium envelope with its Kafka Connect schema: a table of ``width`` columns
+    whose names depend on ``table``, so each table has a schema text of its own."""
+    names = ["id"] + [f"t{table}_column_{i:04d}" for i in range(width)]
+    fields = [{"type": "int64", "optional": False, "field": "id"}]
+    fields += [{"type": "string", "optional": True, "field": n} for n in names[1:]]
+    value = {"type": "struct", "optional": True, "name": f"db.t{table}.Value", "fields": fields}
+    schema = {
+        "type": "struct",
+        "name": f"db.t{table}.Envelope",
+        "fields": [
+            {**value, "field": "before"},
+            {**value, "field": "after"},
+            {"type": "struct", "optional": False, "field": "source", "fields": [
+                {"type": "string", "optional": False, "field": "db"},
+                {"type": "string", "optional": False, "field": "table"},
+                {"type": "int64", "optional": False, "field": "ts_ms"},
+            ]},
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+        ],
+    }  # fmt: skip
+    after = {"id": row, **{n: f"v{row}" for n in names[1:]}}
+    payload = {"before": None, "after": after, "source": {"db": "db", "table": f"t{table}", "ts_ms": row},
+               "op": "c", "ts_ms": row}  # fmt: skip
+    return json.dumps({"schema": schema, "payload": payload})
+
+
+def test_schema_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wide tables' schemas are emptied from the cache past its byte bound, between
+    batches; the results stay those of ``decode_records`` before and after."""
+    monkeypatch.setattr(col, "_MAX_SCHEMA_BYTES", 200_000)
+    col.clear_schema_cache()
+    tables = {f"db.t{t}": {"key": ["id"]} for t in range(12)}
+    sizes = []
+    for t in range(12):
+        texts = [_wide_envelope(t, 300, row) for row in range(3)]  # a schema of ~40 kB
+        records, fallbacks = compare(_opts(tables), texts)
+        assert (records, fallbacks) == (3, 0)
+        sizes.append(col.schema_cache_size())
+    col.clear_schema_cache()
+    one = sizes[0][1]
+    assert sizes[0][0] == 1 and 30_000 < one < 60_000, sizes[0]
+    # emptied as soon as a batch starts past the bound: never more than the bound plus
+    # one batch's schemas, and the count went back down at least once
+    assert max(b for _, b in sizes) <= 200_000 + one, sizes
+    assert any(later[0] < earlier[0] for earlier, later in zip(sizes, sizes[1:], strict=False)), sizes
+
+
 def test_unit_test_batches_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``decode_records`` call the Debezium unit tests make, decoded both ways."""
     import importlib
