@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusyError as busy:
         if args.command == "run" and busy.holder.get("role") == "serve":
             return _run_through_server(config, busy.holder, args.retry_quarantine)
-        if args.command in ("sql", "export") and busy.holder.get("role") == "serve":
+        if args.command in ("sql", "export", "quarantine") and busy.holder.get("role") == "serve":
             return _query_through_server(args, config, busy.holder)
         hint = ""
         if busy.holder.get("role") == "serve":
@@ -98,8 +98,8 @@ def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: b
 
 
 def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[str, Any]) -> int:
-    """``cdc sql`` / ``cdc export`` in the session of the running ``cdc serve``: the same
-    lines as the embedded path (see ``udfs.export``)."""
+    """``cdc sql`` / ``cdc export`` / ``cdc quarantine`` in the session of the running
+    ``cdc serve``: the same lines as the embedded path (see ``udfs.export``)."""
     from udfs.export import ThriftQueryError, thrift_error_message, thrift_export_lines, thrift_rows_as_json
     from udfs.serve import server_address, thrift_connect
 
@@ -120,6 +120,10 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
         cursor = conn.cursor()
         if args.command == "export":
             for line in thrift_export_lines(cursor, config, args.table, args.with_metadata):
+                print(line)
+        elif args.command == "quarantine":
+            query = _quarantine_query(config.schema, args.since, include_resolved=args.all)
+            for line in thrift_rows_as_json(cursor, query):
                 print(line)
         else:
             for n, query in enumerate(args.query, start=1):

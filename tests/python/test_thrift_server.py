@@ -300,6 +300,27 @@ def test_cdc_sql_and_export_go_through_the_running_server(server):
     assert rows[0]["_cdc_commit_ts"] == "2023-11-14T22:13:20.100000Z" and rows[0]["balance"] == "1.00"
 
 
+def test_cdc_quarantine_goes_through_the_running_server(server):
+    """``cdc quarantine`` while ``cdc serve`` holds the warehouse lists the quarantine
+    through the server (it refused with "the warehouse is busy" before)."""
+    work, port, _ = server
+    bad = '{"payload": {"op": "c", "after": {"id": 8, "name": "Zoë"'  # cut short
+    (work / "landing" / "shop_pg" / "customers-0099-bad.jsonl").write_text(bad + "\n")
+    p = cdc(["run"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    # (an earlier test of the module may have run the example's files, or not)
+    assert ", quarantined 1, skipped 0;" in p.stdout, p.stdout
+    p = cdc(["quarantine"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"cdc quarantine: the warehouse is served by `cdc serve` on 127.0.0.1:{port}; running through it" in p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    mine = [r for r in rows if r["source_file"].endswith("customers-0099-bad.jsonl")]
+    assert len(mine) == 1, rows
+    assert mine[0]["record_index"] == 0 and mine[0]["raw_record"] == bad and mine[0]["raw_is_base64"] is False
+    assert mine[0]["reason"].startswith("not JSON"), mine[0]
+    assert mine[0]["resolved_run_id"] is None
+
+
 def test_through_the_server_failures_are_one_clear_line(server):
     work, port, _ = server
     for args, message in (
