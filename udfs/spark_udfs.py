@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
-from udfs.framing import RawRecord, split_file
+from udfs.framing import RawRecord, _strip_bom, split_file
 from udfs.types import widest_type
 
 RECORDS_DDL = (
@@ -209,7 +209,7 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
     import numpy as np
     import pyarrow.compute as pc
 
-    body = content[3:] if content.startswith(b"\xef\xbb\xbf") else content
+    body = _strip_bom(content)
     if b"\r" in body:
         return None
     if not body.endswith(b"\n"):
@@ -228,16 +228,20 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
         text = lines.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None
-    n = len(text)
-    columns = []
-    for f in struct_type:
-        if f.name == "record_index":
-            columns.append(pa.array(np.arange(n, dtype=np.int32), type=f.type))
-        elif f.name == "text":
-            columns.append(text)
-        else:
-            columns.append(pa.nulls(n, type=f.type))
-    return pa.StructArray.from_arrays(columns, fields=list(struct_type))
+    return _numbered_records({"text": text}, struct_type)
+
+
+def _numbered_records(columns: dict[str, pa.Array], struct_type: pa.StructType) -> pa.StructArray:
+    """Records numbered 0, 1, ... (``record_index``) with the given ``columns``, every
+    other field of ``struct_type`` null."""
+    import numpy as np
+
+    n = len(next(iter(columns.values())))
+    columns = {"record_index": pa.array(np.arange(n, dtype=np.int32)), **columns}
+    return pa.StructArray.from_arrays(
+        [columns[f.name] if f.name in columns else pa.nulls(n, type=f.type) for f in struct_type],
+        fields=list(struct_type),
+    )
 
 
 try:  # a speed-up only: without msgspec, kcat files take udfs.framing.split_kcat
@@ -281,21 +285,13 @@ def _kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray |
     becomes one Arrow column: about half the time of ``split_kcat`` + ``_records_struct``
     (BENCHMARKS.md).
     """
-    import numpy as np
-
     if _KCAT_LINE is None:
         return None
-    body = content[3:] if content.startswith(b"\xef\xbb\xbf") else content
     try:
         # a line's \r is JSON whitespace to msgspec, as split_lines cuts it
-        lines = [_KCAT_LINE.decode(line) for line in body.split(b"\n") if line.strip()]
+        lines = [_KCAT_LINE.decode(line) for line in _strip_bom(content).split(b"\n") if line.strip()]
         payloads = [m.payload for m in lines]
-        # a character takes 1 to 4 bytes: near the limit, split_kcat's path counts them
-        if 4 * sum(len(p) for p in payloads if p) > MAX_FILE_TEXT_BYTES:
-            return None
-        n = len(lines)
         columns = {
-            "record_index": pa.array(np.arange(n, dtype=np.int32)),
             "text": pa.array(payloads, type=pa.string()),
             "kafka_key": pa.array([m.key for m in lines], type=pa.string()),
             "kafka_topic": pa.array([m.topic for m in lines], type=pa.string()),
@@ -305,21 +301,24 @@ def _kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray |
         }
     except _KCAT_FAST_ERRORS:
         return None
-    return pa.StructArray.from_arrays(
-        [columns[f.name] if f.name in columns else pa.nulls(n, type=f.type) for f in struct_type],
-        fields=list(struct_type),
-    )
+    _require_text_fits([p for p in payloads if p])
+    return _numbered_records(columns, struct_type)
+
+
+def _require_text_fits(values: list[str]) -> None:
+    """Raise :class:`FileTooLargeError` when ``values`` hold more than
+    ``MAX_FILE_TEXT_BYTES`` of UTF-8 (one Arrow string column of a file's records)."""
+    # a character takes 1 to 4 bytes: count them exactly only near the limit
+    if 4 * sum(map(len, values)) > MAX_FILE_TEXT_BYTES:
+        text_bytes = sum(len(v.encode("utf-8", "surrogatepass")) for v in values)
+        if text_bytes > MAX_FILE_TEXT_BYTES:
+            raise FileTooLargeError(text_bytes)
 
 
 def _records_struct(records: list[Any], struct_type: pa.StructType) -> pa.StructArray:
     """Records (``RawRecord``) as a struct array, one column at a time."""
     for name in ("text", "raw_b64"):
-        values = [v for r in records if (v := getattr(r, name))]
-        # a character takes 1 to 4 bytes: count them exactly only near the limit
-        if 4 * sum(map(len, values)) > MAX_FILE_TEXT_BYTES:
-            text_bytes = sum(len(v.encode("utf-8", "surrogatepass")) for v in values)
-            if text_bytes > MAX_FILE_TEXT_BYTES:
-                raise FileTooLargeError(text_bytes)
+        _require_text_fits([v for r in records if (v := getattr(r, name))])
     columns = [pa.array([getattr(r, f.name) for r in records], type=f.type) for f in struct_type]
     return pa.StructArray.from_arrays(columns, fields=list(struct_type))
 

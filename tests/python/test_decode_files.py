@@ -228,3 +228,22 @@ def test_a_file_past_the_text_limit_is_one_framing_error(tmp_path, monkeypatch) 
     # cdc_read_records gives the same framing error
     read = read_records_array(paths, ["lines"] * 3, [opts] * 3, RECORDS_TYPE).to_pylist()
     assert [[r["error"] for r in records] for records in read[:2]] == [[got[0][0]["error"]], [got[1][0]["error"]]]
+
+
+def test_a_kcat_file_past_the_text_limit_is_one_framing_error(monkeypatch) -> None:
+    """The column-wise ``kcat`` path counts its payloads' UTF-8 bytes against the limit
+    as ``split_kcat``'s path does (here 30 ASCII and 15 two-byte characters: 60 bytes)."""
+    import udfs.spark_udfs as spark_udfs
+    from udfs.spark_udfs import _kcat_struct, file_records_struct
+
+    content = b'{"payload":"' + b"x" * 30 + b'"}\n{"payload":"' + "é".encode() * 15 + b'"}\n'
+    struct_type = RECORDS_TYPE.value_type
+    assert _kcat_struct(content, struct_type) is not None  # the column-wise path takes it
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", 59)
+    (record,) = file_records_struct(content, "kcat", None, struct_type).to_pylist()
+    assert record["error"] == (
+        "file too large: its records hold 60 bytes of text, more than the 59 one landing file may hold "
+        "(Arrow's 32-bit offsets); split the file"
+    )
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", 60)
+    assert [r["error"] for r in file_records_struct(content, "kcat", None, struct_type).to_pylist()] == [None, None]
