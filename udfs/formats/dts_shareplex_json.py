@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from udfs.contract import Change, Ddl, Decoder, QuarantineError, Record, SkipRecord, canonical_text, loads_exact, seq_of
@@ -62,13 +63,22 @@ OPS: dict[str, str | None] = {
 }
 _EXTRAS = ("scn", "rowid", "trans", "seq", "size", "idx", "userid", "time", "posttime")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
+_IDX = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 
 def parse_time(value: Any, what: str) -> int | None:
     """``yyyy-MM-ddTHH:mm:ss[.ffffff][Z|+hh:mm]`` (UTC when no zone) as epoch microseconds."""
     if value is None:
         return None
-    if not isinstance(value, str) or not _TIME.match(value.strip()):
+    if value.__class__ is str:
+        return _parse_time_text(value, what)
+    raise QuarantineError(f"bad Shareplex {what}: {value!r}")
+
+
+# every message of a second repeats its ``time`` (and often its ``posttime``): each text is parsed once
+@lru_cache(maxsize=4096)
+def _parse_time_text(value: str, what: str) -> int:
+    if not _TIME.match(value.strip()):
         raise QuarantineError(f"bad Shareplex {what}: {value!r}")
     text = value.strip().replace(" ", "T", 1)
     if text.endswith("Z"):
@@ -93,13 +103,23 @@ def _number(value: Any, what: str) -> int | None:
     return value
 
 
-def _trans_parts(value: Any) -> list[int]:
+def _trans_parts(value: Any) -> tuple[int, ...]:
     if value is None:
-        return [0, 0, 0]
+        return (0, 0, 0)
+    if value.__class__ is str:
+        return _trans_text_parts(value)
+    return _split_trans(value)
+
+
+def _split_trans(value: Any) -> tuple[int, ...]:
     parts = str(value).strip().split(".")
     if len(parts) > 3 or not all(p.isdigit() for p in parts):
         raise QuarantineError(f"bad Shareplex trans: {value!r} (usn.slot.sqn expected)")
-    return [int(p) for p in parts] + [0] * (3 - len(parts))
+    return (*(int(p) for p in parts), *(0,) * (3 - len(parts)))
+
+
+#: a transaction's messages repeat its ``trans``: each text is split once
+_trans_text_parts = lru_cache(maxsize=4096)(_split_trans)
 
 
 def _image(value: Any, what: str) -> dict[str, str | None] | None:
@@ -196,7 +216,7 @@ class DtsShareplexJsonDecoder(Decoder):
         op_seq = _number(meta.get("seq"), "seq")
         idx = meta.get("idx")
         if idx is not None:
-            m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(idx))
+            m = _IDX.fullmatch(str(idx))
             if not m:
                 raise QuarantineError(f"bad Shareplex idx: {idx!r} (seq/size expected)")
             if op_seq is None:

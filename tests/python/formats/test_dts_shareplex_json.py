@@ -279,3 +279,29 @@ def test_tombstones() -> None:
 def test_malformed_is_quarantined_with_reason(msg, reason: str) -> None:
     with pytest.raises(QuarantineError, match=reason):
         decode(msg)
+
+
+def test_repeated_time_and_trans_texts_decode_alike_each_time() -> None:
+    """``time``, ``posttime`` and ``trans`` texts are parsed once and remembered (a
+    stream repeats them); a remembered text must give every message the same answer,
+    a bad one must be quarantined every time, and a non-text value is not confused
+    with the text it prints as."""
+    for _ in range(3):
+        with pytest.raises(QuarantineError, match="bad Shareplex time: '16/06/2017'"):
+            decode(message("ins", data={"A": "1"}, time="16/06/2017"))
+        with pytest.raises(QuarantineError, match="bad Shareplex posttime: '16/06/2017'"):
+            decode(message("ins", data={"A": "1"}, posttime="16/06/2017"))
+        with pytest.raises(QuarantineError, match=r"bad Shareplex trans: 'a\.b\.c'"):
+            decode(message("ins", data={"A": "1"}, trans="a.b.c"))
+        (change,) = decode(message("ins", data={"A": "1"}, time="2024-01-02T03:04:05Z", trans="7.0.1"))
+        assert change.commit_ts_us == 1_704_164_645_000_000
+        assert change.seq == seq_of(100, 7, 0, 1, 1)
+    # the number 7 and the text "7" are the same transaction; the number 7.5 is the text "7.5"
+    assert decode(message("ins", data={"A": "1"}, trans=7))[0].seq == seq_of(100, 7, 0, 0, 1)
+    assert decode(message("ins", data={"A": "1"}, trans="7"))[0].seq == seq_of(100, 7, 0, 0, 1)
+    assert decode('{"meta": {"op": "ins", "scn": "100", "trans": 7.5, "seq": 1, "table": "A.B"}, "data": {"A": "1"}}')[
+        0
+    ].seq == seq_of(100, 7, 5, 0, 1)
+    # a time that is not text is quarantined with its own value, however its text was seen
+    with pytest.raises(QuarantineError, match="bad Shareplex time: 20240102"):
+        decode(message("ins", data={"A": "1"}, time=20240102))
