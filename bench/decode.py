@@ -13,11 +13,11 @@ project_one_task (diagnostic, the main format only)
     read and decoded by one task, on one core, as the models did before they spread
     the file list (``macros/sql/cdc_decode_tasks.sql``). Side by side with *project*,
     it shows what the spread buys.
-project_python_path (diagnostic, ``debezium_json`` only)
+project_python_path (diagnostic, the formats with a columnar decoder)
     The same query as *project* with the feed option ``columnar: false`` in the files'
     decoder options: ``cdc_decode`` decodes every record with ``decode_records``
     (``to_pylist`` of the batch, one Python dict per record), as before the columnar
-    decoder (:mod:`udfs.formats.debezium_json_columnar`). Side by side with *project*,
+    decoder (``debezium_json_columnar``, ``dts_shareplex_json_columnar``). Side by side with *project*,
     it shows what the columnar path buys.
 project_two_calls (diagnostic, ``debezium_json`` only)
     The records model's shape before ``cdc_decode_files`` (:func:`two_calls_sql`):
@@ -64,6 +64,7 @@ from typing import Any
 import pyarrow as pa
 
 from bench.data import DataSet, FormatCase
+from udfs.formats import decoder_class
 
 IMG = "map<string,string>"
 _DEBEZIUM_PAYLOAD = f"before {IMG}, after {IMG}, source {IMG}, op string, ts_ms bigint"
@@ -442,9 +443,9 @@ def run_decode(
     """Every variant over ``data``; the best of ``repeat`` runs of each Spark variant.
 
     ``model`` is (compiled records model, its schema, the feed of ``data``);
-    ``one_task`` adds ``project_one_task`` (see :func:`project_sql`); a ``debezium_json``
-    case adds ``project_python_path`` (the same query with ``columnar: false``) and, with
-    ``cache_dir`` (a folder for the cached results, removed after), ``project_cached_results``.
+    ``one_task`` adds ``project_one_task`` (see :func:`project_sql`); a format with a
+    columnar decoder adds ``project_python_path`` (the same query with ``columnar:
+    false``); a ``debezium_json`` case adds ``project_two_calls`` and, with ``cache_dir`` (a folder for the cached results, removed after), ``project_cached_results``.
     """
     best: dict[str, float] = {}
     frames = {
@@ -453,19 +454,21 @@ def run_decode(
     }
     if one_task:
         frames["project_one_task"] = spark.sql(project_sql(*model, one_task=True))
-    python_path = case.format == "debezium_json"
+    python_path = decoder_class(case.format).columnar_decoder is not None
+    debezium = case.format == "debezium_json"
     misses = None
     if python_path:
         columns = spark.table(f"`{model[1]}`.`stg_landing__files`").columns
         override = (columns, python_path_options(decoder_options))
         frames["project_python_path"] = spark.sql(project_sql(*model, decoder_options=override))
+    if debezium:
         frames["project_two_calls"] = spark.sql(two_calls_sql(*model))
     for _ in range(repeat):
         for name, frame in frames.items():
             with sampler.section(f"decode:{case.name}:{name}"):
                 t = timed_noop(frame)
             best[name] = min(t, best.get(name, t))
-    if python_path and cache_dir is not None:
+    if debezium and cache_dir is not None:
         # after the others, so the cache's files and page cache weigh on no other variant
         best["project_cached_results"], misses = _cached_results(spark, case, model, cache_dir, sampler, repeat)
     project, native = best["project"], best["native"]

@@ -135,9 +135,21 @@ class Decoder:
     #: The record is binary (Avro): framings hand it over as base64 text, never as
     #: UTF-8 text (see ``udfs.framing``).
     binary_values: ClassVar[bool] = False
+    #: ``"module:function"`` of this format's columnar decoder, when it has one (a batch
+    #: decoded column-wise with the very result of :meth:`decode`; the records it cannot
+    #: do exactly are decoded here). Its feed option ``columnar`` (true by default) is
+    #: then in :attr:`option_names`.
+    columnar_decoder: ClassVar[str | None] = None
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
+        #: ``cdc_decode`` decodes this feed's batches with :attr:`columnar_decoder`
+        self.columnar = False
+        if self.columnar_decoder is not None:
+            columnar = self.options.get("columnar", True)
+            if not isinstance(columnar, bool):
+                raise ValueError(f"{self.identifier}: columnar must be true or false, not {columnar!r}")
+            self.columnar = columnar
 
     @classmethod
     def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:

@@ -32,9 +32,10 @@ Two analyst functions decode Arcion's nested JSON strings (see
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -406,17 +407,22 @@ def arcion_operationcount_array(texts: pa.Array) -> pa.StructArray:
     return _struct_array(frame, valid, ARCION_OPERATIONCOUNT_FIELDS)
 
 
-def columnar_feed(options_json: str) -> bool:
-    """Whether a feed's rows go to the columnar Debezium JSON decoder: ``debezium_json``
-    options whose feed option ``columnar`` is not false (options that do not parse go
-    to ``decode_records``, which quarantines their records with the reason)."""
+def columnar_feed(options_json: str) -> Callable[..., pa.StructArray] | None:
+    """The columnar decoder a feed's rows go to (``Decoder.columnar_decoder``, e.g.
+    :func:`udfs.formats.debezium_json_columnar.decode_debezium_columnar`), unless its
+    feed option ``columnar`` is false; None for the record-by-record path (also for
+    options that do not parse: ``decode_records`` quarantines their records with the
+    reason)."""
     from udfs.decode import _decoder
 
     try:
-        decoder, opts = _decoder(options_json)
+        decoder, _ = _decoder(options_json)
     except (ValueError, KeyError, TypeError):
-        return False
-    return opts.get("format") == "debezium_json" and bool(getattr(decoder, "columnar", False))
+        return None
+    if not decoder.columnar:
+        return None
+    module, _, function = decoder.columnar_decoder.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def decode_array(
@@ -430,10 +436,10 @@ def decode_array(
     """Pure batch function behind ``cdc_decode``: one ``decode_type`` result per row.
 
     The rows are grouped by their options (a batch nearly always holds one feed). A
-    ``debezium_json`` feed (unless its option ``columnar`` is false) is decoded by
-    :func:`udfs.formats.debezium_json_columnar.decode_debezium_columnar` on the Arrow
-    slices of its rows (no Python object per row; the records it cannot do exactly go
-    to ``decode_records`` inside it); every other feed's rows become Python values
+    feed whose format has a columnar decoder (``debezium_json``, ``dts_shareplex_json``;
+    unless its option ``columnar`` is false) is decoded by it on the Arrow slices of its
+    rows (no Python object per row; the records it cannot do exactly go to
+    ``decode_records`` inside it); every other feed's rows become Python values
     (``to_pylist``) for :func:`udfs.decode.decode_records`. The results are merged back
     in row order; both paths give the very same result.
     """
@@ -457,10 +463,9 @@ def decode_array(
         def part(column: pa.Array, take: pa.Array | None = take) -> pa.Array:
             return column if take is None else column.take(take)
 
-        if columnar_feed(opts):
-            from udfs.formats.debezium_json_columnar import decode_debezium_columnar
-
-            decoded = decode_debezium_columnar(opts, part(text), part(kafka_key))
+        columnar = columnar_feed(opts)
+        if columnar is not None:
+            decoded = columnar(opts, part(text), part(kafka_key))
         else:
             decoded = pa.array(
                 decode_records(

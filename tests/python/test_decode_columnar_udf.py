@@ -126,9 +126,9 @@ def test_columnar_type_is_the_udf_return_type(spark) -> None:
 
 def test_columnar_option_routes_the_feed() -> None:
     tables = {"t": {"key": ["id"]}}
-    assert columnar_feed(_options(tables))
-    assert columnar_feed(_options(tables, columnar=True))
-    assert not columnar_feed(_options(tables, columnar=False))
+    assert columnar_feed(_options(tables)) is col.decode_debezium_columnar
+    assert columnar_feed(_options(tables, columnar=True)) is col.decode_debezium_columnar
+    assert columnar_feed(_options(tables, columnar=False)) is None
     assert not columnar_feed(_options(tables, columnar="no"))  # bad options: decode_records quarantines
     assert not columnar_feed(json.dumps({"format": "cdl_json", "tables": tables}))
     assert not columnar_feed("{not json")
@@ -253,7 +253,7 @@ def test_config_accepts_columnar_true_and_false(tmp_path, value: bool) -> None:
     config = load_config(_config(tmp_path, {"columnar": value}))
     options = config.decoder_options(config.feeds[0])
     assert options["options"] == {"columnar": value}
-    assert columnar_feed(json.dumps(options, sort_keys=True)) is value
+    assert (columnar_feed(json.dumps(options, sort_keys=True)) is not None) is value
 
 
 @pytest.mark.parametrize("value", ["false", "yes", 0, 1, None, [True]])

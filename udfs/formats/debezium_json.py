@@ -123,15 +123,7 @@ class DebeziumJsonDecoder(Decoder):
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "documents", "kcat", "kafka_parquet")
     option_names: ClassVar[tuple[str, ...]] = ("table", "columnar")
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        columnar = self.options.get("columnar", True)
-        if not isinstance(columnar, bool):
-            raise ValueError(f"debezium_json: columnar must be true or false, not {columnar!r}")
-        #: ``cdc_decode`` decodes this feed's batches column-wise
-        #: (:mod:`udfs.formats.debezium_json_columnar`); false: record by record here
-        self.columnar = columnar
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.debezium_json_columnar:decode_debezium_columnar"
 
     def decode(self, record: Record) -> list[Change]:
         if record.text is None or record.text.strip() == "null":

@@ -1,5 +1,8 @@
 """A columnar Debezium JSON decoder giving the very result of ``decode_records``.
 
+(Its building blocks, shared with the other columnar decoders, are in
+:mod:`udfs.formats.columnar`: validation, tokens, values, the assembly of the results.)
+
 ``decode_debezium_columnar(options_json, texts, kafka_keys)`` takes a batch of record
 lines as an Arrow string array and returns the ``cdc_decode`` result (``DECODE_RESULT_DDL``
 as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
@@ -49,63 +52,51 @@ holds the counts of the last call.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 from typing import Any
 
-import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError, loads_exact
-from udfs.decode import (
-    DECODE_RESULT_DDL,
-    MAX_PARTITION_NAME_BYTES,
-    _decoder,
-    _table_id,
-    arrow_type_of_ddl,
-    decode_records,
-    partition_name_bytes,
-)
+from udfs.decode import MAX_PARTITION_NAME_BYTES, _table_id, partition_name_bytes
 from udfs.formats import connect_types
+from udfs.formats.columnar import (
+    CLOSE_OBJ,
+    DECODE_TYPE,
+    K_ABSENT,
+    K_ARR,
+    K_FALSE,
+    K_FRAC,
+    K_INT,
+    K_NULL,
+    K_OBJ,
+    K_STR,
+    K_TRUE,
+    RAW_ONE,
+    Tokens,
+    assemble,
+    buffers,
+    cat,
+    decode_columnar,
+    field_values,
+    gather,
+    key_sides,
+    long_numbers,
+    patch,
+    skip_ws,
+    slots,
+    tick,
+    validate,
+)
 from udfs.formats.debezium_json import _envelope_fields
 
 LAST_STATS: dict[str, Any] = {}
-_LOG = logging.getLogger(__name__)
-_WARNED: list[bool] = []
 
 UNAVAILABLE = "__debezium_unavailable_value"
 #: base64 of the placeholder's bytes starts so (any string starting so falls back)
 _B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
 
-# ----------------------------------------------------------------------------- Arrow type
-
-
-def decode_arrow_type() -> pa.DataType:
-    """The Arrow type Spark exchanges ``DECODE_RESULT_DDL`` as (no JVM: pyspark's own
-    ``to_arrow_type`` over the types parsed here)."""
-    return arrow_type_of_ddl(DECODE_RESULT_DDL)
-
-
-DECODE_TYPE = decode_arrow_type()
-CHANGE_TYPE: pa.StructType = DECODE_TYPE.field("changes").type.value_type
-MAP_TYPE = CHANGE_TYPE.field("before").type
-LIST_TYPE = CHANGE_TYPE.field("before_cols").type
-
-# ----------------------------------------------------------------------------- byte classes
-
-_WS = np.zeros(256, dtype=bool)
-for _c in b" \t\n\r":
-    _WS[_c] = True
-_STRUCT = np.zeros(256, dtype=np.int8)
-for _c, _k in zip(b"{}[]:,", range(1, 7), strict=True):
-    _STRUCT[_c] = _k
-OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA = range(1, 7)
-
-# value kinds
-K_ABSENT, K_STR, K_INT, K_FRAC, K_TRUE, K_FALSE, K_NULL, K_OBJ, K_ARR = range(9)
 
 # object roles
 R_NONE, R_TOP, R_PAYLOAD, R_BEFORE, R_AFTER, R_SOURCE = range(6)
@@ -158,213 +149,8 @@ _B64[ord("=")] = 64
 _TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
 _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
 
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_RAW_ONE = msgspec.json.Decoder(msgspec.Raw)
-_STR_LIST = msgspec.json.Decoder(list[str])
-_ENCODE = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) writes for a str
-
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _gather(b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray | None = None) -> pa.StringArray:
-    """Byte spans ``b[starts[i]:ends[i]]`` as one string array.
-
-    Spans in increasing order that do not overlap (the common case: tokens in text
-    order) are cut by Arrow: the whole buffer viewed as alternating gap/span strings,
-    then every second one taken (a memcpy per span). Others take a numpy gather.
-    """
-    n = len(starts)
-    if n and len(b) < 2**31 - 1:
-        bounds = np.empty(2 * n + 2, dtype=np.int64)
-        bounds[0] = 0
-        bounds[1:-1:2] = starts
-        bounds[2:-1:2] = ends
-        bounds[-1] = len(b)
-        if (np.diff(bounds) >= 0).all():
-            view = pa.StringArray.from_buffers(2 * n + 1, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(b))
-            out = view.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
-            if valid is not None and not valid.all():
-                out = pc.if_else(pa.array(valid), out, pa.nulls(n, pa.string()))
-            return out
-    lens = (ends - starts).astype(np.int64)
-    if valid is not None:
-        lens = np.where(valid, lens, 0)
-    offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    total = int(offs[-1])
-    if total:
-        idx = np.repeat(starts.astype(np.int64) - offs[:-1], lens) + np.arange(total, dtype=np.int64)
-        data = b[idx]
-    else:
-        data = np.zeros(0, dtype=np.uint8)
-    validity = None
-    null_count = 0
-    if valid is not None and not valid.all():
-        validity = pa.array(valid, type=pa.bool_()).buffers()[1]
-        null_count = int(n - valid.sum())
-    if total < 2**31 - 1:
-        return pa.StringArray.from_buffers(
-            n, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data), validity, null_count
-        )
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offs), pa.py_buffer(data), validity, null_count).cast(
-        pa.string()
-    )
-
-
-def _skip_ws(b: np.ndarray, p: np.ndarray, limit: np.ndarray | None = None) -> np.ndarray:
-    """First non-whitespace position at or after ``p`` (at most ``limit``)."""
-    p = p.copy()
-    if limit is None:
-        limit = np.full(len(p), len(b))
-    last = max(len(b) - 1, 0)
-    while len(p) and len(b):
-        m = (p < limit) & _WS[b[np.minimum(p, last)]]
-        if not m.any():
-            break
-        p[m] += 1
-    return p
-
-
-def _join_lists(offsets: np.ndarray, values: pa.Array, sep: str) -> pa.Array:
-    lists = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values)
-    return pc.binary_join(lists, sep)
-
-
-def _cat(*parts: Any) -> pa.Array:
-    return pc.binary_join_element_wise(*parts, "")
-
-
-class _Tokens:
-    """Stage 1 over the bytes of a batch of valid JSON texts."""
-
-    def __init__(self, b: np.ndarray, off: np.ndarray) -> None:
-        self.b = b
-        self.off = off
-        qpos = np.flatnonzero(b == 34)
-        bpos = np.flatnonzero(b == 92)
-        if len(bpos):
-            cand = qpos[(qpos > 0) & (b[np.maximum(qpos - 1, 0)] == 92)]
-            if len(cand):
-                brk = np.flatnonzero(np.diff(bpos) != 1) + 1
-                run_start = np.zeros(len(bpos), dtype=np.int64)
-                run_start[brk] = brk
-                np.maximum.accumulate(run_start, out=run_start)
-                i = np.searchsorted(bpos, cand - 1)
-                runlen = i - run_start[i] + 1
-                escaped = cand[runlen % 2 == 1]
-                if len(escaped):
-                    qpos = np.delete(qpos, np.searchsorted(qpos, escaped))
-        self.qpos = qpos
-        self.bpos = bpos
-        # { } [ ] : , -- clearing bit 5 maps { } onto [ ]
-        folded = b & np.uint8(0xDF)
-        mask = (folded == 0x5B) | (folded == 0x5D) | (b == 0x3A) | (b == 0x2C)
-        spos = np.flatnonzero(mask)
-        inside = np.searchsorted(qpos, spos) % 2 == 1
-        spos = spos[~inside]
-        scls = _STRUCT[b[spos]]
-        delta = np.zeros(len(spos), dtype=np.int32)
-        delta[(scls == OPEN_OBJ) | (scls == OPEN_ARR)] = 1
-        delta[(scls == CLOSE_OBJ) | (scls == CLOSE_ARR)] = -1
-        after = np.cumsum(delta, dtype=np.int32)
-        self.spos, self.scls = spos, scls
-        # level: the depth of the container a token is in (openers: the one they open)
-        self.level = np.where(delta == 1, after, after - delta)
-        self.rec = None
-        # parent opener of every colon (per level, the last opener of that level before it)
-        self.colons = np.flatnonzero(scls == COLON)
-        self.crec = np.searchsorted(off, spos[self.colons], side="right") - 1
-        self.parent = np.full(len(self.colons), -1, dtype=np.int64)
-        openers = np.flatnonzero(scls == OPEN_OBJ)
-        clev = self.level[self.colons]
-        olev = self.level[openers]
-        for lev in np.unique(clev):
-            o = openers[olev == lev]
-            m = clev == lev
-            j = np.searchsorted(spos[o], spos[self.colons[m]]) - 1
-            self.parent[m] = o[j]
-
-    def key_spans(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        qi = np.searchsorted(self.qpos, self.spos[colons]) - 1
-        return self.qpos[qi - 1] + 1, self.qpos[qi]
-
-    def key_has_bs(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.bpos, ends) > np.searchsorted(self.bpos, starts)
-
-    def values(self, colons: np.ndarray) -> dict[str, np.ndarray]:
-        """Kind, byte span, escape flag and opener token of the value of each colon."""
-        b = self.b
-        p = _skip_ws(b, self.spos[colons] + 1)
-        c = b[p]
-        kind = np.full(len(colons), K_INT, dtype=np.int8)
-        start = p.copy()
-        end = p.copy()
-        is_str = c == 34
-        kind[is_str] = K_STR
-        kind[c == ord("{")] = K_OBJ
-        kind[c == ord("[")] = K_ARR
-        kind[c == ord("t")] = K_TRUE
-        kind[c == ord("f")] = K_FALSE
-        kind[c == ord("n")] = K_NULL
-        if is_str.any():
-            qi = np.searchsorted(self.qpos, p[is_str])
-            start[is_str] = p[is_str] + 1
-            end[is_str] = self.qpos[qi + 1]
-        end[kind == K_TRUE] += 4
-        end[kind == K_FALSE] += 5
-        num = kind == K_INT
-        if num.any():
-            e = self.spos[colons[num] + 1]
-            while True:
-                m = _WS[b[e - 1]]
-                if not m.any():
-                    break
-                e[m] -= 1
-            end[num] = e
-            lit = _gather(b, start[num], e)
-            frac = pc.match_substring_regex(lit, "[.eE]").to_numpy(zero_copy_only=False)
-            k = kind[num]
-            k[frac] = K_FRAC
-            kind[num] = k
-        has_bs = np.zeros(len(colons), dtype=bool)
-        if is_str.any() and len(self.bpos):
-            has_bs[is_str] = self.key_has_bs(start[is_str], end[is_str])
-        opener = np.where((kind == K_OBJ) | (kind == K_ARR), colons + 1, -1)
-        return {"kind": kind, "start": start, "end": end, "bs": has_bs, "opener": opener}
-
-    def texts(self, v: dict[str, np.ndarray], need_esc: bool = False) -> tuple[pa.Array, pa.Array | None, int]:
-        """Canonical text of scalar values (null for null/absent/containers) and, with
-        ``need_esc``, its JSON-escaped inner text; and how many needed unescaping."""
-        kind, bs = v["kind"], v["bs"]
-        scalar = (kind == K_STR) | (kind == K_INT) | (kind == K_FRAC) | (kind == K_TRUE) | (kind == K_FALSE)
-        plain = scalar & ~bs
-        text = _gather(self.b, v["start"], v["end"], plain | (scalar & bs))
-        is_int = kind == K_INT
-        if is_int.any():
-            minus0 = is_int & np.asarray(
-                pc.fill_null(pc.equal(text, "-0"), False).to_numpy(zero_copy_only=False), dtype=bool
-            )
-            if minus0.any():
-                text = pc.replace_with_mask(text, pa.array(minus0), pa.array(["0"] * int(minus0.sum())))
-        esc = text if need_esc else None
-        n_bs = int(bs.sum())
-        if n_bs:
-            quoted = _gather(self.b, v["start"][bs] - 1, v["end"][bs] + 1)
-            joined = _join_lists(np.array([0, n_bs]), quoted, ",")[0].as_buffer()
-            unescaped = _STR_LIST.decode(b"[" + joined.to_pybytes() + b"]")
-            if need_esc:
-                # JSON's two-character escapes are the ones json.dumps writes, so the
-                # source text is already the canonical escaped text, unless it holds a
-                # \uXXXX or a \/ (then the Python encoder writes it)
-                raw = _gather(self.b, v["start"][bs], v["end"][bs])
-                odd = np.asarray(pc.match_substring_regex(raw, r"\\[u/]").to_numpy(zero_copy_only=False), dtype=bool)
-                if odd.any():
-                    fixed = [_ENCODE(unescaped[i])[1:-1] for i in np.flatnonzero(odd).tolist()]
-                    raw = pc.replace_with_mask(raw, pa.array(odd), pa.array(fixed, type=pa.string()))
-                esc = pc.replace_with_mask(esc, pa.array(bs), raw)
-            text = pc.replace_with_mask(text, pa.array(bs), pa.array(unescaped, type=pa.string()))
-        return text, esc, n_bs
 
 
 # ----------------------------------------------------------------------------- schemas
@@ -402,15 +188,6 @@ def _field_kind(f: Any) -> tuple[int, str | None, int]:
     return F_PLAIN, kind, 0
 
 
-def _patch(base: pa.Array, at: np.ndarray, values: pa.Array) -> pa.Array:
-    """``base`` with the elements at indices ``at`` replaced by ``values``."""
-    if not len(at):
-        return base
-    idx = np.arange(len(base), dtype=np.int64)
-    idx[at] = len(base) + np.arange(len(at))
-    return pa.concat_arrays([base, values.cast(base.type)]).take(pa.array(idx))
-
-
 def _decimal_texts(
     b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.ndarray
 ) -> tuple[pa.Array, np.ndarray]:
@@ -444,7 +221,7 @@ def _decimal_texts(
     for sc in np.unique(scales).tolist():
         at = np.flatnonzero(scales == sc)
         dec = pa.Array.from_buffers(pa.decimal128(38, sc), len(at), [None, pa.py_buffer(le[at].tobytes())])
-        out = _patch(out, at, pc.cast(dec, pa.string()))
+        out = patch(out, at, pc.cast(dec, pa.string()))
     return out, bad
 
 
@@ -453,162 +230,18 @@ def _decimal_texts(
 
 def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of Debezium JSON records (see module doc)."""
-    texts = texts.cast(pa.string())
-    if texts.offset:
-        texts = pa.concat_arrays([texts])
-    n = len(texts)
-    try:
-        decoder, opts = _decoder(options_json)
-    except (ValueError, KeyError):  # bad options: decode_records quarantines every record
-        keys = kafka_keys.to_pylist() if kafka_keys is not None else None
-        return pa.array(decode_records(options_json, texts.to_pylist(), keys), type=DECODE_TYPE)
-    options = decoder.options
-    tables = opts.get("tables") or {}
-    # a Kafka tombstone (null value, or the text null): skipped, built here
-    tomb = np.asarray(pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False), dtype=bool) & (
-        opts.get("format") == "debezium_json"
+    return decode_columnar(
+        options_json,
+        texts,
+        kafka_keys,
+        fmt="debezium_json",
+        fast=lambda *args: _fast(*args),  # looked up per call (a test replaces it)
+        stats=_fast_stats,
+        last_stats=LAST_STATS,
     )
-    eligible = ~tomb
-    idx = np.flatnonzero(eligible)
-    sub = texts.take(pa.array(idx, type=pa.int64())) if len(idx) < n else texts
-    sub_keys = None
-    if kafka_keys is not None:
-        kk = kafka_keys.cast(pa.string())
-        sub_keys = kk.take(pa.array(idx, type=pa.int64())) if len(idx) < n else kk
-    if opts.get("format") != "debezium_json":
-        ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
-    else:
-        try:
-            ok, fast = _fast(sub, options, tables, sub_keys)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not lose a batch: decode_records takes them all
-            _fast_stats.clear()
-            _fast_stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
-            # the results stay right (decode_records), only slower: say so once per worker
-            if not _WARNED:
-                _WARNED.append(True)
-                _LOG.warning("columnar Debezium decoder failed; batch decoded record by record", exc_info=True)
-            ok, fast = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
-    fast_idx = idx[ok]
-    tomb_idx = np.flatnonzero(tomb)
-    fb_mask = np.ones(n, dtype=bool)
-    fb_mask[fast_idx] = False
-    fb_mask[tomb_idx] = False
-    fb_idx = np.flatnonzero(fb_mask)
-    parts = [fast]
-    if len(tomb_idx):
-        fast_idx = np.concatenate((fast_idx, tomb_idx))
-        parts.append(_tombstones(len(tomb_idx)))
-        if len(parts[0]) == 0:
-            parts = parts[1:]
-        else:
-            parts = [pa.concat_arrays(parts)]
-    if len(fb_idx):
-        fb_texts = texts.take(pa.array(fb_idx)).to_pylist()
-        fb_keys = kafka_keys.take(pa.array(fb_idx)).to_pylist() if kafka_keys is not None else None
-        parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
-    LAST_STATS.clear()
-    LAST_STATS.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), tombstones=len(tomb_idx), **_fast_stats)
-    if not len(fb_idx) and not len(tomb_idx):
-        return fast
-    if not len(fast_idx):
-        return parts[-1]
-    order = np.concatenate((fast_idx, fb_idx))
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.arange(n)
-    return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
 _fast_stats: dict[str, Any] = {}
-
-
-def _tombstones(k: int) -> pa.StructArray:
-    """``k`` results ``skipped`` / ``tombstone`` with no change (as ``decode_records``)."""
-    changes_type = DECODE_TYPE.field("changes").type
-    return pa.StructArray.from_arrays(
-        [
-            pa.array(["skipped"] * k, pa.string()),
-            pa.array(["tombstone"] * k, pa.string()),
-            pa.ListArray.from_arrays(
-                pa.array(np.zeros(k + 1, dtype=np.int32)), pa.array([], CHANGE_TYPE), type=changes_type
-            ),
-            pa.nulls(k, DECODE_TYPE.field("ddl").type),
-        ],
-        fields=list(DECODE_TYPE),
-    )
-
-
-#: seconds per stage, accumulated over calls (PROFILE_STAGES switches it on)
-PROFILE_STAGES = False
-STAGE_SECONDS: dict[str, float] = {}
-_last_tick = [0.0, ""]
-
-
-def _tick(label: str) -> None:
-    if not PROFILE_STAGES:
-        return
-    import time
-
-    now = time.perf_counter()
-    if _last_tick[1]:
-        STAGE_SECONDS[_last_tick[1]] = STAGE_SECONDS.get(_last_tick[1], 0.0) + now - _last_tick[0]
-    _last_tick[0], _last_tick[1] = now, label
-
-
-def _validate(b: np.ndarray, off: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Which texts are one valid JSON value each (msgspec, one call for the batch).
-
-    ``first``: each text's first non-whitespace byte. A text whose msgspec ``Raw`` has
-    exactly its trimmed length is the one value msgspec parsed at its place.
-    """
-    n = len(off) - 1
-    if not len(b):
-        return np.zeros(n, dtype=bool)
-    body = np.insert(b, off[1:-1], np.uint8(44)) if n > 1 else b
-    last = off[1:] - 1
-    while True:  # last non-whitespace byte (before ``first``: an empty text)
-        m = (last >= first) & _WS[b[np.clip(last, 0, len(b) - 1)]]
-        if not m.any():
-            break
-        last[m] -= 1
-    trimmed = np.maximum(last + 1 - first, 0)
-    try:
-        raws = _RAW_LIST.decode(b"[" + body.tobytes() + b"]")
-        if len(raws) == n:
-            lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
-            if np.array_equal(lens, trimmed):
-                return np.ones(n, dtype=bool)
-    except msgspec.DecodeError:
-        pass
-    out = np.zeros(n, dtype=bool)
-    for i in range(n):
-        try:
-            _RAW_ONE.decode(b[off[i] : off[i + 1]].tobytes())
-            out[i] = True
-        except msgspec.DecodeError:
-            pass
-    return out
-
-
-def _buffers(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
-    _, obuf, dbuf = texts.buffers()
-    off = np.frombuffer(obuf, dtype=np.int32)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
-    b = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, dtype=np.uint8)
-    b = b[off[0] : off[-1]]
-    return b, off - off[0]
-
-
-def _slots(tok: _Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str], n: int, fb: np.ndarray) -> np.ndarray:
-    """``slot[code, rec]``: the colon of key ``names[code]`` in each record's object, -1 when
-    absent; a name twice in one object sends the record to the fallback."""
-    starts, ends = tok.key_spans(colons)
-    fb[recs[tok.key_has_bs(starts, ends)]] = True
-    code = pc.index_in(_gather(tok.b, starts, ends), value_set=pa.array(names)).fill_null(-1).to_numpy()
-    slot = np.full((len(names), n), -1, dtype=np.int64)
-    m = code >= 0
-    counts = np.bincount(code[m] * n + recs[m], minlength=len(names) * n)
-    fb[np.flatnonzero(counts.reshape(len(names), n).max(axis=0) > 1)] = True
-    slot[code[m], recs[m]] = colons[m]
-    return slot
 
 
 #: Kafka Connect schemas seen (id 0: no schema): parsed value, and their text -> id
@@ -628,7 +261,7 @@ def _schema_id(text: str) -> int:
     raw = text.encode("utf-8")
     sid = _SCHEMA_IDS.get(raw)
     if sid is None:
-        _RAW_ONE.decode(raw)  # a valid JSON value (it comes from a validated record)
+        RAW_ONE.decode(raw)  # a valid JSON value (it comes from a validated record)
         sid = _SCHEMA_IDS[raw] = len(_SCHEMAS)
         _SCHEMAS.append(loads_exact(text))
         _schema_bytes += len(raw)
@@ -665,7 +298,7 @@ def _cut_known_schemas(
         cand = cand[b[first[cand] + j] == _SCHEMA_PREFIX[j]]
     if not len(cand):
         return b, off, first, sid
-    p0 = _skip_ws(b, first[cand] + k)
+    p0 = skip_ws(b, first[cand] + k)
     data = b.tobytes()
     ends = off[1:][cand]
     left = np.ones(len(cand), dtype=bool)
@@ -740,8 +373,8 @@ def _typed(
         fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
         dtext, dbad = _decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], scale[dec_at])
         fb[erec[dec_at[dbad]]] = True
-        etext = _patch(etext, dec_at, dtext)
-        eesc = _patch(eesc, dec_at, dtext)
+        etext = patch(etext, dec_at, dtext)
+        eesc = patch(eesc, dec_at, dtext)
     ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
     if len(ts_at):
         long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
@@ -754,16 +387,16 @@ def _typed(
         fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
         micros = np.clip(micros, _TS_MIN, _TS_MAX)
         stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
-        ttext = _cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
-        etext = _patch(etext, ts_at, ttext)
-        eesc = _patch(eesc, ts_at, ttext)
+        ttext = cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
+        etext = patch(etext, ts_at, ttext)
+        eesc = patch(eesc, ts_at, ttext)
     return etext, eesc
 
 
 def _event_keys(
     keys: pa.Array | None,
     n: int,
-    tok: _Tokens,
+    tok: Tokens,
     schema_id: np.ndarray,
     schemas: list[Any],
     image_names: pa.Array,
@@ -785,9 +418,9 @@ def _event_keys(
     recs = np.flatnonzero(valid)
     if not len(recs):
         return out
-    kb, koff = _buffers(keys.take(pa.array(recs)))
-    kfirst = _skip_ws(kb, koff[:-1], koff[1:])
-    ok = _validate(kb, koff, kfirst)
+    kb, koff = buffers(keys.take(pa.array(recs)))
+    kfirst = skip_ws(kb, koff[:-1], koff[1:])
+    ok = validate(kb, koff, kfirst)
     if len(kb):
         ok &= kb[np.minimum(kfirst, len(kb) - 1)] == ord("{")
     fb[recs[~ok]] = True  # not JSON (quarantined), or not an object: the fallback
@@ -795,16 +428,16 @@ def _event_keys(
         recs = recs[ok]
         if not len(recs):
             return out
-        kb, koff = _buffers(keys.take(pa.array(recs)))
-        kfirst = _skip_ws(kb, koff[:-1], koff[1:])
+        kb, koff = buffers(keys.take(pa.array(recs)))
+        kfirst = skip_ws(kb, koff[:-1], koff[1:])
     m = len(recs)
     kfb = np.zeros(m, dtype=bool)
-    ktok = _Tokens(kb, koff)
+    ktok = Tokens(kb, koff)
     top = np.searchsorted(ktok.spos, kfirst)
     role = np.zeros(len(ktok.spos), dtype=np.int8)
     role[top] = R_TOP
     cm = role[ktok.parent] == R_TOP
-    slot = _slots(ktok, ktok.colons[cm], ktok.crec[cm], TOP_KEYS, m, kfb)
+    slot = slots(ktok, ktok.colons[cm], ktok.crec[cm], TOP_KEYS, m, kfb)
     n_top = np.bincount(ktok.crec[cm], minlength=m)
     wrapped = (slot[1] >= 0) & (n_top == (slot[0] >= 0) + 1)
     key_open = top.copy()
@@ -825,7 +458,7 @@ def _event_keys(
                 c = closers[clev == lv]
                 mm = ktok.level[so] == lv
                 close_at[mm] = c[np.searchsorted(c, so[mm])]
-            stext = _gather(kb, ktok.spos[so], ktok.spos[close_at] + 1)
+            stext = gather(kb, ktok.spos[so], ktok.spos[close_at] + 1)
             key_sid[ws[is_obj]] = [_schema_id(t) for t in stext.to_pylist()]
     role[:] = R_NONE
     role[key_open[key_open >= 0]] = R_PAYLOAD
@@ -834,7 +467,7 @@ def _event_keys(
     erec = ktok.crec[em]
     ns, ne = ktok.key_spans(ecol)
     kfb[erec[ktok.key_has_bs(ns, ne)]] = True
-    raw = _gather(kb, ns, ne)
+    raw = gather(kb, ns, ne)
     kfb[erec[~np.asarray(pc.string_is_ascii(raw).to_numpy(zero_copy_only=False), dtype=bool)]] = True
     ev = ktok.values(ecol)
     kfb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
@@ -884,28 +517,6 @@ def _event_keys(
     return out
 
 
-def _field_values(
-    tok: _Tokens, slot: np.ndarray, names: list[str], n: int
-) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, pa.Array]]:
-    """Per field name: (records having it, its values, kind per record, text per value),
-    with one ``values``/``texts`` call for all the fields together (field-major)."""
-    have_all = [np.flatnonzero(slot[i] >= 0) for i in range(len(names))]
-    allc = np.concatenate([slot[i][h] for i, h in enumerate(have_all)])
-    v = tok.values(allc)
-    t, _, _ = tok.texts(v)
-    out = {}
-    a = 0
-    for i, name in enumerate(names):
-        h = have_all[i]
-        k = len(h)
-        vi = {key: arr[a : a + k] for key, arr in v.items()}
-        kind = np.zeros(n, dtype=np.int8)
-        kind[h] = vi["kind"]
-        out[name] = (h, vi, kind, t.slice(a, k))
-        a += k
-    return out
-
-
 def _fast(
     texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any], keys: pa.Array | None = None
 ) -> tuple[np.ndarray, pa.Array]:
@@ -914,17 +525,17 @@ def _fast(
     _fast_stats.clear()
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
-    _tick("cut")
+    tick("cut")
     if len(_SCHEMAS) > _MAX_SCHEMAS or _schema_bytes > _MAX_SCHEMA_BYTES:
         clear_schema_cache()
-    b, off = _buffers(texts)
-    first = _skip_ws(b, off[:-1], off[1:])
+    b, off = buffers(texts)
+    first = skip_ws(b, off[:-1], off[1:])
     # a Kafka Connect schema seen before is not tokenized (nor validated again): its
     # text is cut out (replaced by ``{}``: a valid value for a valid value), its parse reused
     b, off, first, cached_sid = _cut_known_schemas(b, off, first)
-    _tick("validate")
-    fb = ~_validate(b, off, first)
-    _tick("tokens")
+    tick("validate")
+    fb = ~validate(b, off, first)
+    tick("tokens")
     _fast_stats["invalid_json"] = int(fb.sum())
     if fb.any():  # tokenize the valid records only (quotes pair up within a valid text)
         keep = np.flatnonzero(~fb)
@@ -936,16 +547,9 @@ def _fast(
         return ok, res
     # every record an object
     fb |= b[first] != ord("{")
-    tok = _Tokens(b, off)
-    # an integer literal past Python's 4,300 digits fails decode_records' parse: a number
-    # that long sits between two structural tokens more than 4,000 bytes apart
-    gaps = np.flatnonzero(np.diff(tok.spos) > 4000)
-    if len(gaps):
-        at = _skip_ws(b, tok.spos[gaps] + 1)
-        c = b[at]
-        numeric = (c == ord("-")) | ((c >= ord("0")) & (c <= ord("9")))
-        fb[np.searchsorted(off, tok.spos[gaps][numeric], side="right") - 1] = True
-    _tick("toplevel")
+    tok = Tokens(b, off)
+    fb[long_numbers(tok)] = True
+    tick("toplevel")
     role = np.zeros(len(tok.spos), dtype=np.int8)
     top_open = np.searchsorted(tok.spos, first)
     top_open = np.minimum(top_open, len(tok.spos) - 1)
@@ -956,7 +560,7 @@ def _fast(
     # --- top level: schema / payload
     m = role[tok.parent] == R_TOP
     tcol = colons[m]
-    slot_top = _slots(tok, tcol, crec[m], TOP_KEYS, n, fb)
+    slot_top = slots(tok, tcol, crec[m], TOP_KEYS, n, fb)
     n_top = np.bincount(crec[m], minlength=n)
     wrapped = (slot_top[1] >= 0) & (n_top == (slot_top[0] >= 0) + 1)
     # wrapped: payload must be an object (null: a tombstone, to the fallback)
@@ -985,7 +589,7 @@ def _fast(
             c = closers[clev == lv]
             mm = lev == lv
             close_at[mm] = c[np.searchsorted(c, so[mm])]
-        stext = _gather(b, tok.spos[so], tok.spos[close_at] + 1)
+        stext = gather(b, tok.spos[so], tok.spos[close_at] + 1)
         enc = stext.dictionary_encode()
         ids = np.array([_schema_id(t) for t in enc.dictionary.to_pylist()], dtype=np.int64)
         schema_id[sch_rec[is_obj]] = ids[enc.indices.to_numpy()]
@@ -994,17 +598,17 @@ def _fast(
     schema_id[cut] = cached_sid[cut]
     _fast_stats["schemas_cut"] = int(cut.sum())
 
-    _tick("payload")
+    tick("payload")
     # --- payload fields
     role[payload_open[~fb]] = R_PAYLOAD
     m = role[tok.parent] == R_PAYLOAD
-    slot_p = _slots(tok, colons[m], crec[m], PAYLOAD_KEYS, n, fb)
-    pvals = _field_values(tok, slot_p, PAYLOAD_KEYS, n)
+    slot_p = slots(tok, colons[m], crec[m], PAYLOAD_KEYS, n, fb)
+    pvals = field_values(tok, slot_p, PAYLOAD_KEYS, n)
     # op: a string among c r u d
     have, v, kind, _ = pvals["op"]
     fb |= kind != K_STR
     op_text = np.full(n, "", dtype=object)
-    opt = _gather(b, v["start"], v["end"], v["kind"] == K_STR)
+    opt = gather(b, v["start"], v["end"], v["kind"] == K_STR)
     op_code = np.full(n, -1, dtype=np.int8)
     op_code[have] = pc.index_in(opt, value_set=pa.array(["c", "r", "u", "d"])).fill_null(-1).to_numpy()
     fb |= op_code < 0
@@ -1066,11 +670,11 @@ def _fast(
 
     capture = ts_us(pvals)
 
-    _tick("source")
+    tick("source")
     # --- source fields
     m = role[tok.parent] == R_SOURCE
-    slot_s = _slots(tok, colons[m], crec[m], SOURCE_KEYS, n, fb)
-    svals = _field_values(tok, slot_s, SOURCE_KEYS, n)
+    slot_s = slots(tok, colons[m], crec[m], SOURCE_KEYS, n, fb)
+    svals = field_values(tok, slot_s, SOURCE_KEYS, n)
     commit = ts_us(svals)
 
     def canon(name: str) -> pa.Array:
@@ -1103,7 +707,7 @@ def _fast(
     op_dict = pa.DictionaryArray.from_arrays(pa.array(opc.astype(np.int32)), pa.array(ops.tolist()))
     op_arr = op_dict.cast(pa.string())
 
-    _tick("seq")
+    tick("seq")
     # --- seq
     conn_kind = svals["connector"][2]
     fb |= (conn_kind != K_ABSENT) & (conn_kind != K_NULL) & (conn_kind != K_STR)
@@ -1140,11 +744,11 @@ def _fast(
     def pad(t: pa.Array) -> pa.Array:
         return pc.utf8_lpad(t, 20, "0")
 
-    my_seq = _cat(pad(file_no), ".", pad(pos_t), ".", pad(row_t.fill_null("0")))
+    my_seq = cat(pad(file_no), ".", pad(pos_t), ".", pad(row_t.fill_null("0")))
     pg_seq = pad(lsn_t)
     seq = pc.if_else(pa.array(is_mysql), my_seq, pc.if_else(pa.array(is_pg), pg_seq, pa.nulls(n, pa.string())))
 
-    _tick("tables")
+    tick("tables")
 
     # --- table names
     def name_field(name: str) -> tuple[pa.Array, np.ndarray]:
@@ -1204,7 +808,7 @@ def _fast(
         pa.string()
     )
 
-    _tick("entries")
+    tick("entries")
     # --- image entries
     pr = role[tok.parent]
     m = (pr == R_BEFORE) | (pr == R_AFTER)
@@ -1213,7 +817,7 @@ def _fast(
     side = (pr[m] == R_AFTER).astype(np.int64)
     ns, ne = tok.key_spans(ecol)
     fb[erec[tok.key_has_bs(ns, ne)]] = True
-    raw_names = _gather(b, ns, ne)
+    raw_names = gather(b, ns, ne)
     fb[erec[~np.asarray(pc.string_is_ascii(raw_names).to_numpy(zero_copy_only=False), dtype=bool)]] = True
     ev = tok.values(ecol)
     fb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
@@ -1279,7 +883,7 @@ def _fast(
     if len(dups):
         fb[np.unique(dups // nl // 2)] = True
 
-    _tick("keys")
+    tick("keys")
     # --- keys (from the configured key columns; the images are lower-cased)
     keypos_tab = np.full((len(tids), nl), -1, dtype=np.int64)
     nkeys = np.array([len(k) for k in tid_keys], dtype=np.int64)
@@ -1309,236 +913,51 @@ def _fast(
             hit = combo[j] == mine
             ev_pos[hit] = krank[j[hit]]
         ekeypos = np.where(has_ek[erec], ev_pos, ekeypos)
-    is_key = prov & (ekeypos >= 0)
-    kcount = np.bincount(image_id[is_key], minlength=2 * n).reshape(n, 2)
-    full_key = (kcount == nkeys_rec[:, None]) & (nkeys_rec[:, None] > 0)
-    full_key[:, 0] &= present["before"]
-    full_key[:, 1] &= present["after"]
-    old_key, new_key = full_key[:, 0], full_key[:, 1]
-    key_side = np.full(n, -1, dtype=np.int64)
-    is_del = opc == 3
-    is_upd = opc == 2
-    is_ins = (opc == 0) | (opc == 1)
-    # delete: event key, old, new; update: new, event key, old; insert: new, event key
-    key_side[is_del & old_key] = 0
-    key_side[is_del & ~old_key & new_key] = 1
-    key_side[is_del & has_ek] = 2
-    key_side[is_upd & ~new_key & old_key] = 0
-    key_side[is_upd & ~new_key & has_ek] = 2
-    key_side[is_upd & new_key] = 1
-    key_side[is_ins & ~new_key & has_ek] = 2
-    key_side[is_ins & new_key] = 1
-    fb |= key_side < 0
-    # an update changing the key (two rows) -> fallback
-    both = is_upd & old_key & new_key
-    if both.any():
-        kb = np.flatnonzero(is_key & both[erec])
-        order = np.lexsort((ekeypos[kb], side[kb], erec[kb]))
-        kb = kb[order]
-        bsel = kb[side[kb] == 0]
-        asel = kb[side[kb] == 1]
-        tb_ = etext.take(pa.array(bsel))
-        ta_ = etext.take(pa.array(asel))
-        same = pc.fill_null(pc.equal(tb_, ta_), False).to_numpy(zero_copy_only=False)
-        both_null = np.asarray(pc.and_(tb_.is_null(), ta_.is_null()).to_numpy(zero_copy_only=False), dtype=bool)
-        differ = ~(np.asarray(same, dtype=bool) | both_null)
-        fb[erec[bsel][differ]] = True
+    key_side = key_sides(
+        erec=erec,
+        side=side,
+        prov=prov,
+        ekeypos=ekeypos,
+        etext=etext,
+        nkeys=nkeys_rec,
+        present_before=present["before"],
+        present_after=present["after"],
+        is_ins=(opc == 0) | (opc == 1),
+        is_upd=opc == 2,
+        is_del=opc == 3,
+        has_ek=has_ek,
+        fb=fb,
+    )
 
     _fast_stats["fallback_reasons_flagged"] = int(fb.sum())
-    _tick("maps")
-    # ------------------------------------------------------------------ compaction
-    keep = ~fb
-    kidx = np.flatnonzero(keep)
-    nk = len(kidx)
-    if nk == 0:
-        return keep, pa.array([], type=DECODE_TYPE)
-    newrec = np.cumsum(keep) - 1
-    em = keep[erec] & prov
-    sel = np.flatnonzero(em)
-    erec_k = newrec[erec[sel]]
-    side_k = side[sel]
-    img_k = erec_k * 2 + side_k
-    order = np.argsort(img_k, kind="stable")
-    sel = sel[order]
-    img_k = img_k[order]
-    erec_k = erec_k[order]
-    side_k = side_k[order]
-    take_sel = pa.array(sel)
-    names_k = lnames.take(take_sel)
-    text_k = etext.take(take_sel)
-    esc_k = eesc.take(take_sel)
-    counts = np.bincount(img_k, minlength=2 * nk)
-    img_off = np.zeros(2 * nk + 1, dtype=np.int64)
-    np.cumsum(counts, out=img_off[1:])
-    pres_b = present["before"][kidx]
-    pres_a = present["after"][kidx]
-
-    def image_cols(sd: int, pres: np.ndarray) -> tuple[pa.Array, pa.Array, np.ndarray]:
-        starts = img_off[sd : 2 * nk : 2]
-        ends = img_off[sd + 1 : 2 * nk + 1 : 2]
-        # entries of this side are contiguous per record, but the two sides interleave
-        rng = np.flatnonzero(side_k == sd)
-        lens = ends - starts
-        offs = np.zeros(nk + 1, dtype=np.int32)
-        np.cumsum(lens, out=offs[1:])
-        mask = pa.array(~pres)
-        keys = names_k.take(pa.array(rng))
-        items = text_k.take(pa.array(rng))
-        mp = pa.MapArray.from_arrays(pa.array(offs), keys, items, type=MAP_TYPE, mask=mask)
-        cols = pa.ListArray.from_arrays(pa.array(offs), keys, type=LIST_TYPE, mask=mask)
-        return mp, cols, rng
-
-    before_map, before_cols, rng_b = image_cols(0, pres_b)
-    after_map, after_cols, rng_a = image_cols(1, pres_a)
-
-    # col_types: provided columns with a type, before's first, a name once (first place, last type)
-    et_k = etype[sel]
-    lc_k = lcode[sel]
-    typed = np.flatnonzero(et_k > 0)
-    ct_key = erec_k[typed] * nl + lc_k[typed]
-    # first place of each (record, name); the last type given to it
-    _, first_i = np.unique(ct_key, return_index=True)
-    rev = typed[::-1]
-    _, last_i_rev = np.unique((erec_k[rev] * nl + lc_k[rev]), return_index=True)
-    last_type = et_k[rev[last_i_rev]]
-    firsts = typed[first_i]
-    o = np.argsort(firsts, kind="stable")
-    firsts = firsts[o]
-    last_type = last_type[o]
-    ct_rec = erec_k[firsts]
-    ct_counts = np.bincount(ct_rec, minlength=nk)
-    ct_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(ct_counts, out=ct_off[1:])
-    type_names = pa.array(types, type=pa.string())
-    col_types = pa.MapArray.from_arrays(
-        pa.array(ct_off), names_k.take(pa.array(firsts)), type_names.take(pa.array(last_type)), type=MAP_TYPE
+    tick("maps")
+    return assemble(
+        fb=fb,
+        erec=erec,
+        side=side,
+        prov=prov,
+        lnames=lnames,
+        lcode=lcode,
+        ldict=ldict,
+        etext=etext,
+        eesc=eesc,
+        etype=etype,
+        types=types,
+        ekeypos=ekeypos,
+        present_before=present["before"],
+        present_after=present["after"],
+        key_side=key_side,
+        event_keys=ek_ if has_ek.any() else None,
+        tids=tids,
+        inv=inv,
+        table_id=table_id,
+        op_arr=op_arr,
+        seq=seq,
+        db=db,
+        schema=schema_t,
+        table=table,
+        commit=commit,
+        capture=capture,
+        tx=pc.coalesce(src["txId"], src["gtid"]),
+        extras=[(name, src[field], None) for name, field in EXTRA_FIELDS],  # when not null
     )
-
-    # key map (configured order) and key_text (sorted, compact JSON)
-    ks = key_side[kidx]
-    ekp = ekeypos[sel]
-    kmask = (ekp >= 0) & (side_k == ks[erec_k])
-    ksel = np.flatnonzero(kmask)
-    # name rank by code point (sort_keys)
-    rank = np.empty(nl, dtype=np.int64)
-    rank[np.argsort(np.array(ldict, dtype=object), kind="stable")] = np.arange(len(ldict))
-    rk = rank[lc_k]
-    # key entries: from an image (the key columns' order) or the Kafka key (its own order)
-    k_rec = erec_k[ksel]
-    k_pos = ekp[ksel]
-    k_names = names_k.take(pa.array(ksel))
-    k_text = text_k.take(pa.array(ksel))
-    k_esc = esc_k.take(pa.array(ksel))
-    if has_ek.any():
-        e_at = np.flatnonzero(keep[ek_["rec"]] & (key_side[ek_["rec"]] == 2))
-        k_rec = np.concatenate((k_rec, newrec[ek_["rec"][e_at]]))
-        k_pos = np.concatenate((k_pos, ek_["order"][e_at]))
-        k_names = pa.concat_arrays([k_names, ek_["names"].take(pa.array(e_at, type=pa.int64()))])
-        k_text = pa.concat_arrays([k_text, ek_["text"].take(pa.array(e_at, type=pa.int64()))])
-        k_esc = pa.concat_arrays([k_esc, ek_["esc"].take(pa.array(e_at, type=pa.int64()))])
-    korder = np.lexsort((k_pos, k_rec))
-    k_counts = np.bincount(k_rec, minlength=nk)
-    k_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(k_counts, out=k_off[1:])
-    key_map = pa.MapArray.from_arrays(
-        pa.array(k_off), k_names.take(pa.array(korder)), k_text.take(pa.array(korder)), type=MAP_TYPE
-    )
-    ksort = pc.sort_indices(
-        pa.table({"r": pa.array(k_rec, type=pa.int64()), "n": k_names}),
-        sort_keys=[("r", "ascending"), ("n", "ascending")],
-    )
-
-    # every provided value as JSON (the text quoted and escaped, or null)
-    vj = pc.coalesce(_cat('"', esc_k, '"'), "null")
-    k_vj = pc.coalesce(_cat('"', k_esc, '"'), "null")
-    kent = _cat('"', k_names.take(ksort), '":', k_vj.take(ksort))
-    key_text = _cat("{", _join_lists(k_off, kent, ","), "}")
-
-    _tick("event_id")
-    # --- event id: json.dumps([table_id, key_text, op, seq, before, before_cols, after, after_cols, None])
-    # both images at once: entries sorted by name within each image (sort_keys), the
-    # column lists in their order; image 2r is record r's before, 2r+1 its after
-    so = np.lexsort((rk, img_k))
-    ent = _cat('"', names_k, '": ', vj).take(pa.array(so))
-    objs = _cat("{", _join_lists(img_off, ent, ", "), "}")
-    cls_ = _cat("[", _join_lists(img_off, _cat('"', names_k, '"'), ", "), "]")
-    pres_all = pa.array(np.stack((pres_b, pres_a), axis=1).ravel())
-    objs = pc.if_else(pres_all, objs, "null")
-    cls_ = pc.if_else(pres_all, cls_, "null")
-    even = pa.array(np.arange(0, 2 * nk, 2, dtype=np.int32))
-    odd = pa.array(np.arange(1, 2 * nk, 2, dtype=np.int32))
-    bj, aj = objs.take(even), objs.take(odd)
-    bcj, acj = cls_.take(even), cls_.take(odd)
-    tids_json = pa.array([_ENCODE(t) for t in tids], type=pa.string())
-    tid_j = pa.DictionaryArray.from_arrays(pa.array(inv[kidx].astype(np.int32)), tids_json).cast(pa.string())
-    kt_j = pc.replace_substring(pc.replace_substring(key_text, "\\", "\\\\"), '"', '\\"')
-    seq_k = seq.take(pa.array(kidx))
-    seq_j = pc.if_else(seq_k.is_null(), "null", _cat('"', seq_k.fill_null(""), '"'))
-    op_k = op_arr.take(pa.array(kidx))
-    ident = _cat(
-        "[", tid_j, ', "', kt_j, '", "', op_k, '", ', seq_j, ", ", bj, ", ", bcj, ", ", aj, ", ", acj, ", null]"
-    )
-    if ident.offset:
-        ident = pa.concat_arrays([ident])
-    ioff = np.frombuffer(ident.buffers()[1], dtype=np.int32)[: nk + 1].tolist()
-    mv = memoryview(ident.buffers()[2])
-    sha = hashlib.sha256
-    event_id = pa.array([sha(mv[ioff[i] : ioff[i + 1]]).hexdigest()[:32] for i in range(nk)], type=pa.string())
-
-    _tick("extras")
-    # --- extras: connector, snapshot, server, version, then the positions, when not null
-    ex_cols = [src[f].take(pa.array(kidx)) for _, f in EXTRA_FIELDS]
-    ex_vals = pa.concat_arrays(ex_cols)
-    ex_names = pa.array([name for name, _ in EXTRA_FIELDS], type=pa.string())
-    nf = len(EXTRA_FIELDS)
-    ex_order = (np.arange(nf)[None, :] * nk + np.arange(nk)[:, None]).ravel()
-    ex_valid = ~np.asarray(ex_vals.is_null().to_numpy(zero_copy_only=False), dtype=bool)[ex_order]
-    ex_sel = ex_order[ex_valid]
-    ex_rec = ex_sel % nk
-    ex_field = ex_sel // nk
-    ex_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(np.bincount(ex_rec, minlength=nk), out=ex_off[1:])
-    extras = pa.MapArray.from_arrays(
-        pa.array(ex_off), ex_names.take(pa.array(ex_field)), ex_vals.take(pa.array(ex_sel)), type=MAP_TYPE
-    )
-    tx = pc.coalesce(src["txId"], src["gtid"]).take(pa.array(kidx))
-
-    kt = pa.array(kidx)
-    cols = {
-        "row_index": pa.array(np.zeros(nk, dtype=np.int32)),
-        "source_db": db.take(kt),
-        "source_schema": schema_t.take(kt),
-        "source_table": table.take(kt),
-        "table_id": table_id.take(kt),
-        "op": op_k,
-        "key": key_map,
-        "key_text": key_text,
-        "before": before_map,
-        "after": after_map,
-        "before_cols": before_cols,
-        "after_cols": after_cols,
-        "col_types": col_types,
-        "seq": seq_k,
-        "commit_ts_us": commit.take(kt),
-        "capture_ts_us": capture.take(kt),
-        "tx_id": tx,
-        "event_id": event_id,
-        "extras": extras,
-    }
-    _tick("final")
-    change = pa.StructArray.from_arrays([cols[f.name] for f in CHANGE_TYPE], fields=list(CHANGE_TYPE))
-    changes = pa.ListArray.from_arrays(
-        pa.array(np.arange(nk + 1, dtype=np.int32)), change, type=DECODE_TYPE.field("changes").type
-    )
-    ddl_type = DECODE_TYPE.field("ddl").type
-    result = pa.StructArray.from_arrays(
-        [
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(nk, dtype=np.int32)), pa.array(["ok"])).cast(pa.string()),
-            pa.nulls(nk, pa.string()),
-            changes,
-            pa.nulls(nk, ddl_type),
-        ],
-        fields=list(DECODE_TYPE),
-    )
-    _tick("")
-    return keep, result

@@ -38,6 +38,11 @@ Decisions
   or offset and fraction.
 * **Extras.** ``scn``, ``rowid``, ``trans``, ``seq``, ``size``, ``idx``, ``userid``,
   ``time``, ``posttime`` as text; ``trans`` is also ``tx_id``.
+
+Feed option ``columnar`` (true by default): ``cdc_decode`` decodes a batch of this feed's
+records column-wise with :mod:`udfs.formats.dts_shareplex_json_columnar`, which gives the
+very result of this decoder (the records it cannot do exactly are decoded here);
+``columnar: false`` decodes every record here.
 """
 
 from __future__ import annotations
@@ -136,7 +141,8 @@ class DtsShareplexJsonDecoder(Decoder):
     identifier: ClassVar[str] = "dts_shareplex_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "kafka_parquet", "documents")
-    option_names: ClassVar[tuple[str, ...]] = ()
+    option_names: ClassVar[tuple[str, ...]] = ("columnar",)
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.dts_shareplex_json_columnar:decode_shareplex_columnar"
 
     def decode(self, record: Record) -> list[Change]:
         if record.text is None or record.text.strip() in ("", "null"):

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 from udfs.decode import decode_records
+from udfs.formats import columnar
 from udfs.formats import debezium_json_columnar as col
 
 CORPORA = Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
@@ -599,13 +600,13 @@ def test_internal_error_falls_back_with_a_warning(
         raise IndexError("boom")
 
     monkeypatch.setattr(col, "_fast", broken)
-    monkeypatch.setattr(col, "_WARNED", [])
+    monkeypatch.setattr(columnar, "_WARNED", set())
     ref = pa.array(decode_records(_opts(), texts), type=col.DECODE_TYPE)
-    with caplog.at_level("WARNING", logger=col.__name__):
+    with caplog.at_level("WARNING", logger=columnar.__name__):
         got = col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
         col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
     assert got.equals(ref)
     assert col.LAST_STATS["columnar_error"] == "IndexError: boom"
     assert col.LAST_STATS["fallback"] == len(texts)
-    warnings = [r for r in caplog.records if "columnar Debezium decoder failed" in r.getMessage()]
+    warnings = [r for r in caplog.records if "columnar debezium_json decoder failed" in r.getMessage()]
     assert len(warnings) == 1

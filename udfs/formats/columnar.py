@@ -1,0 +1,801 @@
+"""Building blocks of the columnar decoders, which give the very result of ``decode_records``.
+
+A columnar decoder (``debezium_json_columnar``, ``dts_shareplex_json_columnar``) decodes a
+batch of records with numpy / pyarrow over the batch's bytes, never building a Python
+object per column value, and hands every record it cannot do exactly to
+``decode_records`` (:func:`decode_columnar` merges both back in order). What they share:
+
+* :func:`validate` (msgspec checks the batch in one call), :func:`buffers`;
+* :class:`Tokens`: quotes, escapes and structural characters of the batch, each
+  colon's enclosing object; ``values`` / ``texts``: a value's kind, span and canonical
+  text (``canonical_text``: ``-0`` as ``0``, a fraction's literal, escapes undone);
+* :func:`slots` / :func:`field_values`: the fields of the objects a format reads;
+* :func:`assemble`: from image entries and per-record fields to the ``cdc_decode``
+  result: the maps, column lists, key and ``key_text``, ``col_types``, extras and the
+  event id (its JSON text assembled column-wise, SHA-256 per change), as
+  ``udfs.decode.normalize`` and ``_event_id`` build them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from udfs.decode import DECODE_RESULT_DDL, _decoder, arrow_type_of_ddl, decode_records
+
+_LOG = logging.getLogger(__name__)
+#: formats whose columnar decoder failed in this worker (warned once each)
+_WARNED: set[str] = set()
+
+# ----------------------------------------------------------------------------- Arrow type
+
+
+def decode_arrow_type() -> pa.DataType:
+    """The Arrow type Spark exchanges ``DECODE_RESULT_DDL`` as (no JVM: pyspark's own
+    ``to_arrow_type`` over the types parsed here)."""
+    return arrow_type_of_ddl(DECODE_RESULT_DDL)
+
+
+DECODE_TYPE = decode_arrow_type()
+CHANGE_TYPE: pa.StructType = DECODE_TYPE.field("changes").type.value_type
+MAP_TYPE = CHANGE_TYPE.field("before").type
+LIST_TYPE = CHANGE_TYPE.field("before_cols").type
+
+# ----------------------------------------------------------------------------- byte classes
+
+IS_WS = np.zeros(256, dtype=bool)
+for _c in b" \t\n\r":
+    IS_WS[_c] = True
+STRUCT_CLASS = np.zeros(256, dtype=np.int8)
+for _c, _k in zip(b"{}[]:,", range(1, 7), strict=True):
+    STRUCT_CLASS[_c] = _k
+OPEN_OBJ, CLOSE_OBJ, OPEN_ARR, CLOSE_ARR, COLON, COMMA = range(1, 7)
+
+# value kinds
+K_ABSENT, K_STR, K_INT, K_FRAC, K_TRUE, K_FALSE, K_NULL, K_OBJ, K_ARR = range(9)
+
+RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+RAW_ONE = msgspec.json.Decoder(msgspec.Raw)
+STR_LIST = msgspec.json.Decoder(list[str])
+encode_json_str = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) writes for a str
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def gather(b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray | None = None) -> pa.StringArray:
+    """Byte spans ``b[starts[i]:ends[i]]`` as one string array.
+
+    Spans in increasing order that do not overlap (the common case: tokens in text
+    order) are cut by Arrow: the whole buffer viewed as alternating gap/span strings,
+    then every second one taken (a memcpy per span). Others take a numpy gather.
+    """
+    n = len(starts)
+    if n and len(b) < 2**31 - 1:
+        bounds = np.empty(2 * n + 2, dtype=np.int64)
+        bounds[0] = 0
+        bounds[1:-1:2] = starts
+        bounds[2:-1:2] = ends
+        bounds[-1] = len(b)
+        if (np.diff(bounds) >= 0).all():
+            view = pa.StringArray.from_buffers(2 * n + 1, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(b))
+            out = view.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
+            if valid is not None and not valid.all():
+                out = pc.if_else(pa.array(valid), out, pa.nulls(n, pa.string()))
+            return out
+    lens = (ends - starts).astype(np.int64)
+    if valid is not None:
+        lens = np.where(valid, lens, 0)
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    total = int(offs[-1])
+    if total:
+        idx = np.repeat(starts.astype(np.int64) - offs[:-1], lens) + np.arange(total, dtype=np.int64)
+        data = b[idx]
+    else:
+        data = np.zeros(0, dtype=np.uint8)
+    validity = None
+    null_count = 0
+    if valid is not None and not valid.all():
+        validity = pa.array(valid, type=pa.bool_()).buffers()[1]
+        null_count = int(n - valid.sum())
+    if total < 2**31 - 1:
+        return pa.StringArray.from_buffers(
+            n, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data), validity, null_count
+        )
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offs), pa.py_buffer(data), validity, null_count).cast(
+        pa.string()
+    )
+
+
+def skip_ws(b: np.ndarray, p: np.ndarray, limit: np.ndarray | None = None) -> np.ndarray:
+    """First non-whitespace position at or after ``p`` (at most ``limit``)."""
+    p = p.copy()
+    if limit is None:
+        limit = np.full(len(p), len(b))
+    last = max(len(b) - 1, 0)
+    while len(p) and len(b):
+        m = (p < limit) & IS_WS[b[np.minimum(p, last)]]
+        if not m.any():
+            break
+        p[m] += 1
+    return p
+
+
+def join_lists(offsets: np.ndarray, values: pa.Array, sep: str) -> pa.Array:
+    lists = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values)
+    return pc.binary_join(lists, sep)
+
+
+def cat(*parts: Any) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
+
+
+class Tokens:
+    """Stage 1 over the bytes of a batch of valid JSON texts."""
+
+    def __init__(self, b: np.ndarray, off: np.ndarray) -> None:
+        self.b = b
+        self.off = off
+        qpos = np.flatnonzero(b == 34)
+        bpos = np.flatnonzero(b == 92)
+        if len(bpos):
+            cand = qpos[(qpos > 0) & (b[np.maximum(qpos - 1, 0)] == 92)]
+            if len(cand):
+                brk = np.flatnonzero(np.diff(bpos) != 1) + 1
+                run_start = np.zeros(len(bpos), dtype=np.int64)
+                run_start[brk] = brk
+                np.maximum.accumulate(run_start, out=run_start)
+                i = np.searchsorted(bpos, cand - 1)
+                runlen = i - run_start[i] + 1
+                escaped = cand[runlen % 2 == 1]
+                if len(escaped):
+                    qpos = np.delete(qpos, np.searchsorted(qpos, escaped))
+        self.qpos = qpos
+        self.bpos = bpos
+        # { } [ ] : , -- clearing bit 5 maps { } onto [ ]
+        folded = b & np.uint8(0xDF)
+        mask = (folded == 0x5B) | (folded == 0x5D) | (b == 0x3A) | (b == 0x2C)
+        spos = np.flatnonzero(mask)
+        inside = np.searchsorted(qpos, spos) % 2 == 1
+        spos = spos[~inside]
+        scls = STRUCT_CLASS[b[spos]]
+        delta = np.zeros(len(spos), dtype=np.int32)
+        delta[(scls == OPEN_OBJ) | (scls == OPEN_ARR)] = 1
+        delta[(scls == CLOSE_OBJ) | (scls == CLOSE_ARR)] = -1
+        after = np.cumsum(delta, dtype=np.int32)
+        self.spos, self.scls = spos, scls
+        # level: the depth of the container a token is in (openers: the one they open)
+        self.level = np.where(delta == 1, after, after - delta)
+        self.rec = None
+        # parent opener of every colon (per level, the last opener of that level before it)
+        self.colons = np.flatnonzero(scls == COLON)
+        self.crec = np.searchsorted(off, spos[self.colons], side="right") - 1
+        self.parent = np.full(len(self.colons), -1, dtype=np.int64)
+        openers = np.flatnonzero(scls == OPEN_OBJ)
+        clev = self.level[self.colons]
+        olev = self.level[openers]
+        for lev in np.unique(clev):
+            o = openers[olev == lev]
+            m = clev == lev
+            j = np.searchsorted(spos[o], spos[self.colons[m]]) - 1
+            self.parent[m] = o[j]
+
+    def key_spans(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        qi = np.searchsorted(self.qpos, self.spos[colons]) - 1
+        return self.qpos[qi - 1] + 1, self.qpos[qi]
+
+    def key_has_bs(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.bpos, ends) > np.searchsorted(self.bpos, starts)
+
+    def values(self, colons: np.ndarray) -> dict[str, np.ndarray]:
+        """Kind, byte span, escape flag and opener token of the value of each colon."""
+        b = self.b
+        p = skip_ws(b, self.spos[colons] + 1)
+        c = b[p]
+        kind = np.full(len(colons), K_INT, dtype=np.int8)
+        start = p.copy()
+        end = p.copy()
+        is_str = c == 34
+        kind[is_str] = K_STR
+        kind[c == ord("{")] = K_OBJ
+        kind[c == ord("[")] = K_ARR
+        kind[c == ord("t")] = K_TRUE
+        kind[c == ord("f")] = K_FALSE
+        kind[c == ord("n")] = K_NULL
+        if is_str.any():
+            qi = np.searchsorted(self.qpos, p[is_str])
+            start[is_str] = p[is_str] + 1
+            end[is_str] = self.qpos[qi + 1]
+        end[kind == K_TRUE] += 4
+        end[kind == K_FALSE] += 5
+        num = kind == K_INT
+        if num.any():
+            e = self.spos[colons[num] + 1]
+            while True:
+                m = IS_WS[b[e - 1]]
+                if not m.any():
+                    break
+                e[m] -= 1
+            end[num] = e
+            lit = gather(b, start[num], e)
+            frac = pc.match_substring_regex(lit, "[.eE]").to_numpy(zero_copy_only=False)
+            k = kind[num]
+            k[frac] = K_FRAC
+            kind[num] = k
+        has_bs = np.zeros(len(colons), dtype=bool)
+        if is_str.any() and len(self.bpos):
+            has_bs[is_str] = self.key_has_bs(start[is_str], end[is_str])
+        opener = np.where((kind == K_OBJ) | (kind == K_ARR), colons + 1, -1)
+        return {"kind": kind, "start": start, "end": end, "bs": has_bs, "opener": opener}
+
+    def texts(self, v: dict[str, np.ndarray], need_esc: bool = False) -> tuple[pa.Array, pa.Array | None, int]:
+        """Canonical text of scalar values (null for null/absent/containers) and, with
+        ``need_esc``, its JSON-escaped inner text; and how many needed unescaping."""
+        kind, bs = v["kind"], v["bs"]
+        scalar = (kind == K_STR) | (kind == K_INT) | (kind == K_FRAC) | (kind == K_TRUE) | (kind == K_FALSE)
+        plain = scalar & ~bs
+        text = gather(self.b, v["start"], v["end"], plain | (scalar & bs))
+        is_int = kind == K_INT
+        if is_int.any():
+            minus0 = is_int & np.asarray(
+                pc.fill_null(pc.equal(text, "-0"), False).to_numpy(zero_copy_only=False), dtype=bool
+            )
+            if minus0.any():
+                text = pc.replace_with_mask(text, pa.array(minus0), pa.array(["0"] * int(minus0.sum())))
+        esc = text if need_esc else None
+        n_bs = int(bs.sum())
+        if n_bs:
+            quoted = gather(self.b, v["start"][bs] - 1, v["end"][bs] + 1)
+            joined = join_lists(np.array([0, n_bs]), quoted, ",")[0].as_buffer()
+            unescaped = STR_LIST.decode(b"[" + joined.to_pybytes() + b"]")
+            if need_esc:
+                # JSON's two-character escapes are the ones json.dumps writes, so the
+                # source text is already the canonical escaped text, unless it holds a
+                # \uXXXX or a \/ (then the Python encoder writes it)
+                raw = gather(self.b, v["start"][bs], v["end"][bs])
+                odd = np.asarray(pc.match_substring_regex(raw, r"\\[u/]").to_numpy(zero_copy_only=False), dtype=bool)
+                if odd.any():
+                    fixed = [encode_json_str(unescaped[i])[1:-1] for i in np.flatnonzero(odd).tolist()]
+                    raw = pc.replace_with_mask(raw, pa.array(odd), pa.array(fixed, type=pa.string()))
+                esc = pc.replace_with_mask(esc, pa.array(bs), raw)
+            text = pc.replace_with_mask(text, pa.array(bs), pa.array(unescaped, type=pa.string()))
+        return text, esc, n_bs
+
+
+def patch(base: pa.Array, at: np.ndarray, values: pa.Array) -> pa.Array:
+    """``base`` with the elements at indices ``at`` replaced by ``values``."""
+    if not len(at):
+        return base
+    idx = np.arange(len(base), dtype=np.int64)
+    idx[at] = len(base) + np.arange(len(at))
+    return pa.concat_arrays([base, values.cast(base.type)]).take(pa.array(idx))
+
+
+def validate(b: np.ndarray, off: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Which texts are one valid JSON value each (msgspec, one call for the batch).
+
+    ``first``: each text's first non-whitespace byte. A text whose msgspec ``Raw`` has
+    exactly its trimmed length is the one value msgspec parsed at its place.
+    """
+    n = len(off) - 1
+    if not len(b):
+        return np.zeros(n, dtype=bool)
+    body = np.insert(b, off[1:-1], np.uint8(44)) if n > 1 else b
+    last = off[1:] - 1
+    while True:  # last non-whitespace byte (before ``first``: an empty text)
+        m = (last >= first) & IS_WS[b[np.clip(last, 0, len(b) - 1)]]
+        if not m.any():
+            break
+        last[m] -= 1
+    trimmed = np.maximum(last + 1 - first, 0)
+    try:
+        raws = RAW_LIST.decode(b"[" + body.tobytes() + b"]")
+        if len(raws) == n:
+            lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
+            if np.array_equal(lens, trimmed):
+                return np.ones(n, dtype=bool)
+    except msgspec.DecodeError:
+        pass
+    out = np.zeros(n, dtype=bool)
+    for i in range(n):
+        try:
+            RAW_ONE.decode(b[off[i] : off[i + 1]].tobytes())
+            out[i] = True
+        except msgspec.DecodeError:
+            pass
+    return out
+
+
+def buffers(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
+    _, obuf, dbuf = texts.buffers()
+    off = np.frombuffer(obuf, dtype=np.int32)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
+    b = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, dtype=np.uint8)
+    b = b[off[0] : off[-1]]
+    return b, off - off[0]
+
+
+def slots(tok: Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str], n: int, fb: np.ndarray) -> np.ndarray:
+    """``slot[code, rec]``: the colon of key ``names[code]`` in each record's object, -1 when
+    absent; a name twice in one object sends the record to the fallback."""
+    starts, ends = tok.key_spans(colons)
+    fb[recs[tok.key_has_bs(starts, ends)]] = True
+    code = pc.index_in(gather(tok.b, starts, ends), value_set=pa.array(names)).fill_null(-1).to_numpy()
+    slot = np.full((len(names), n), -1, dtype=np.int64)
+    m = code >= 0
+    counts = np.bincount(code[m] * n + recs[m], minlength=len(names) * n)
+    fb[np.flatnonzero(counts.reshape(len(names), n).max(axis=0) > 1)] = True
+    slot[code[m], recs[m]] = colons[m]
+    return slot
+
+
+def long_numbers(tok: Tokens) -> np.ndarray:
+    """Records holding a number literal that may pass Python's 4,300-digit limit for an
+    integer (``decode_records``' parse fails on it): such a number sits between two
+    structural tokens more than 4,000 bytes apart."""
+    b, off = tok.b, tok.off
+    gaps = np.flatnonzero(np.diff(tok.spos) > 4000)
+    if not len(gaps):
+        return np.zeros(0, dtype=np.int64)
+    c = b[skip_ws(b, tok.spos[gaps] + 1)]
+    numeric = (c == ord("-")) | ((c >= ord("0")) & (c <= ord("9")))
+    return np.searchsorted(off, tok.spos[gaps][numeric], side="right") - 1
+
+
+def field_values(
+    tok: Tokens, slot: np.ndarray, names: list[str], n: int
+) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, pa.Array]]:
+    """Per field name: (records having it, its values, kind per record, text per value),
+    with one ``values``/``texts`` call for all the fields together (field-major)."""
+    have_all = [np.flatnonzero(slot[i] >= 0) for i in range(len(names))]
+    allc = np.concatenate([slot[i][h] for i, h in enumerate(have_all)])
+    v = tok.values(allc)
+    t, _, _ = tok.texts(v)
+    out = {}
+    a = 0
+    for i, name in enumerate(names):
+        h = have_all[i]
+        k = len(h)
+        vi = {key: arr[a : a + k] for key, arr in v.items()}
+        kind = np.zeros(n, dtype=np.int8)
+        kind[h] = vi["kind"]
+        out[name] = (h, vi, kind, t.slice(a, k))
+        a += k
+    return out
+
+
+def tombstones(k: int) -> pa.StructArray:
+    """``k`` results ``skipped`` / ``tombstone`` with no change (as ``decode_records``)."""
+    changes_type = DECODE_TYPE.field("changes").type
+    return pa.StructArray.from_arrays(
+        [
+            pa.array(["skipped"] * k, pa.string()),
+            pa.array(["tombstone"] * k, pa.string()),
+            pa.ListArray.from_arrays(
+                pa.array(np.zeros(k + 1, dtype=np.int32)), pa.array([], CHANGE_TYPE), type=changes_type
+            ),
+            pa.nulls(k, DECODE_TYPE.field("ddl").type),
+        ],
+        fields=list(DECODE_TYPE),
+    )
+
+
+#: seconds per stage, accumulated over calls (PROFILE_STAGES switches it on)
+PROFILE_STAGES = False
+STAGE_SECONDS: dict[str, float] = {}
+_last_tick = [0.0, ""]
+
+
+def tick(label: str) -> None:
+    if not PROFILE_STAGES:
+        return
+    import time
+
+    now = time.perf_counter()
+    if _last_tick[1]:
+        STAGE_SECONDS[_last_tick[1]] = STAGE_SECONDS.get(_last_tick[1], 0.0) + now - _last_tick[0]
+    _last_tick[0], _last_tick[1] = now, label
+
+
+# ----------------------------------------------------------------------------- batch
+
+
+def decode_columnar(
+    options_json: str,
+    texts: pa.Array,
+    kafka_keys: pa.Array | None,
+    *,
+    fmt: str,
+    fast: Callable[[pa.StringArray, dict[str, Any], dict[str, Any], pa.Array | None], tuple[np.ndarray, pa.Array]],
+    stats: dict[str, Any],
+    last_stats: dict[str, Any],
+) -> pa.StructArray:
+    """The ``cdc_decode`` result of a batch of ``fmt`` records: ``fast`` (a format's
+    columnar decoder: which records it decoded, their results) over every record but
+    tombstones, ``decode_records`` over the records it leaves, merged back in order.
+
+    A tombstone (a null text or the text ``null``) is skipped as ``decode_records``
+    skips it. ``stats`` is what ``fast`` counted; ``last_stats`` gets the counts of this
+    call. Should ``fast`` raise, the whole batch goes to ``decode_records`` (the results
+    stay right, only slower) and a warning is logged once per worker.
+    """
+    texts = texts.cast(pa.string())
+    if texts.offset:
+        texts = pa.concat_arrays([texts])
+    n = len(texts)
+    try:
+        decoder, opts = _decoder(options_json)
+    except (ValueError, KeyError):  # bad options: decode_records quarantines every record
+        keys = kafka_keys.to_pylist() if kafka_keys is not None else None
+        return pa.array(decode_records(options_json, texts.to_pylist(), keys), type=DECODE_TYPE)
+    options = decoder.options
+    tables = opts.get("tables") or {}
+    tomb = np.asarray(pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False), dtype=bool) & (
+        opts.get("format") == fmt
+    )
+    idx = np.flatnonzero(~tomb)
+    sub = texts.take(pa.array(idx, type=pa.int64())) if len(idx) < n else texts
+    sub_keys = None
+    if kafka_keys is not None:
+        kk = kafka_keys.cast(pa.string())
+        sub_keys = kk.take(pa.array(idx, type=pa.int64())) if len(idx) < n else kk
+    if opts.get("format") != fmt:
+        ok, decoded = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
+    else:
+        try:
+            ok, decoded = fast(sub, options, tables, sub_keys)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not lose a batch: decode_records takes them all
+            stats.clear()
+            stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
+            if fmt not in _WARNED:
+                _WARNED.add(fmt)
+                _LOG.warning("columnar %s decoder failed; batch decoded record by record", fmt, exc_info=True)
+            ok, decoded = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
+    fast_idx = idx[ok]
+    tomb_idx = np.flatnonzero(tomb)
+    fb_mask = np.ones(n, dtype=bool)
+    fb_mask[fast_idx] = False
+    fb_mask[tomb_idx] = False
+    fb_idx = np.flatnonzero(fb_mask)
+    parts = [decoded]
+    if len(tomb_idx):
+        fast_idx = np.concatenate((fast_idx, tomb_idx))
+        parts.append(tombstones(len(tomb_idx)))
+        if len(parts[0]) == 0:
+            parts = parts[1:]
+        else:
+            parts = [pa.concat_arrays(parts)]
+    if len(fb_idx):
+        fb_texts = texts.take(pa.array(fb_idx)).to_pylist()
+        fb_keys = kafka_keys.take(pa.array(fb_idx)).to_pylist() if kafka_keys is not None else None
+        parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
+    last_stats.clear()
+    last_stats.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), tombstones=len(tomb_idx), **stats)
+    if not len(fb_idx) and not len(tomb_idx):
+        return decoded
+    if not len(fast_idx):
+        return parts[-1]
+    order = np.concatenate((fast_idx, fb_idx))
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.arange(n)
+    return pa.concat_arrays(parts).take(pa.array(inverse))
+
+
+def key_sides(
+    *,
+    erec: np.ndarray,
+    side: np.ndarray,
+    prov: np.ndarray,
+    ekeypos: np.ndarray,
+    etext: pa.Array,
+    nkeys: np.ndarray,
+    present_before: np.ndarray,
+    present_after: np.ndarray,
+    is_ins: np.ndarray,
+    is_upd: np.ndarray,
+    is_del: np.ndarray,
+    has_ek: np.ndarray,
+    fb: np.ndarray,
+) -> np.ndarray:
+    """Where each record's key is read, as ``udfs.decode.normalize`` chooses: 0 the
+    before image, 1 the after image, 2 the event's own key (``has_ek``); -1 none (the
+    record is flagged in ``fb``). An image holds the key when it provides all ``nkeys``
+    key columns (image entries as for :func:`assemble`). An update whose before and
+    after keys differ (a delete and an insert) is flagged in ``fb`` too.
+    """
+    n = len(nkeys)
+    image_id = erec * 2 + side
+    is_key = prov & (ekeypos >= 0)
+    kcount = np.bincount(image_id[is_key], minlength=2 * n).reshape(n, 2)
+    full_key = (kcount == nkeys[:, None]) & (nkeys[:, None] > 0)
+    full_key[:, 0] &= present_before
+    full_key[:, 1] &= present_after
+    old_key, new_key = full_key[:, 0], full_key[:, 1]
+    key_side = np.full(n, -1, dtype=np.int64)
+    # delete: event key, old, new; update: new, event key, old; insert: new, event key
+    key_side[is_del & old_key] = 0
+    key_side[is_del & ~old_key & new_key] = 1
+    key_side[is_del & has_ek] = 2
+    key_side[is_upd & ~new_key & old_key] = 0
+    key_side[is_upd & ~new_key & has_ek] = 2
+    key_side[is_upd & new_key] = 1
+    key_side[is_ins & ~new_key & has_ek] = 2
+    key_side[is_ins & new_key] = 1
+    fb |= key_side < 0
+    # an update changing the key (two rows) -> fallback
+    both = is_upd & old_key & new_key
+    if both.any():
+        kb = np.flatnonzero(is_key & both[erec])
+        order = np.lexsort((ekeypos[kb], side[kb], erec[kb]))
+        kb = kb[order]
+        bsel = kb[side[kb] == 0]
+        asel = kb[side[kb] == 1]
+        tb_ = etext.take(pa.array(bsel))
+        ta_ = etext.take(pa.array(asel))
+        same = pc.fill_null(pc.equal(tb_, ta_), False).to_numpy(zero_copy_only=False)
+        both_null = np.asarray(pc.and_(tb_.is_null(), ta_.is_null()).to_numpy(zero_copy_only=False), dtype=bool)
+        differ = ~(np.asarray(same, dtype=bool) | both_null)
+        fb[erec[bsel][differ]] = True
+    return key_side
+
+
+def assemble(
+    *,
+    fb: np.ndarray,
+    erec: np.ndarray,
+    side: np.ndarray,
+    prov: np.ndarray,
+    lnames: pa.Array,
+    lcode: np.ndarray,
+    ldict: list[str],
+    etext: pa.Array,
+    eesc: pa.Array,
+    etype: np.ndarray,
+    types: list[str | None],
+    ekeypos: np.ndarray,
+    present_before: np.ndarray,
+    present_after: np.ndarray,
+    key_side: np.ndarray,
+    event_keys: dict[str, Any] | None,
+    tids: list[str],
+    inv: np.ndarray,
+    table_id: pa.Array,
+    op_arr: pa.Array,
+    seq: pa.Array,
+    db: pa.Array,
+    schema: pa.Array,
+    table: pa.Array,
+    commit: pa.Array,
+    capture: pa.Array,
+    tx: pa.Array,
+    extras: list[tuple[str, pa.Array, np.ndarray | None]],
+) -> tuple[np.ndarray, pa.StructArray]:
+    """The ``cdc_decode`` results (one change each) of a batch's records that ``fb`` does
+    not send to the fallback, from what a columnar decoder found in them.
+
+    Per record (``n`` of them): ``present_before`` / ``present_after`` (an image, even
+    empty), ``key_side`` (where the key is read: 0 before, 1 after, 2 the event key),
+    ``inv`` (index into ``tids``, the table ids; ``table_id`` the same as text), ``op_arr``,
+    ``seq``, ``db`` / ``schema`` / ``table``, ``commit`` / ``capture`` (microseconds), ``tx``,
+    and ``extras`` as (name, values, present) in the map's order: an entry where
+    ``present`` is true (its value may be null), or with ``present`` None, where the
+    value is not null.
+
+    Per image entry, in each image's column order (``erec`` record, ``side`` 0 before /
+    1 after): ``lnames`` the lower-cased name, ``lcode`` its index in ``ldict``, ``etext``
+    the canonical text, ``eesc`` the same JSON-escaped (for the event id), ``etype`` an
+    index into ``types`` (0: no type), ``prov`` false for a value not provided (left
+    out), ``ekeypos`` its place among the key columns (-1: not one). ``event_keys``: the
+    key entries of records whose key is their own (``_event_keys``), or None.
+
+    Returns (which records were decoded, their results in order).
+    """
+    nl = max(len(ldict), 1)
+    keep = ~fb
+    kidx = np.flatnonzero(keep)
+    nk = len(kidx)
+    if nk == 0:
+        return keep, pa.array([], type=DECODE_TYPE)
+    newrec = np.cumsum(keep) - 1
+    em = keep[erec] & prov
+    sel = np.flatnonzero(em)
+    erec_k = newrec[erec[sel]]
+    side_k = side[sel]
+    img_k = erec_k * 2 + side_k
+    order = np.argsort(img_k, kind="stable")
+    sel = sel[order]
+    img_k = img_k[order]
+    erec_k = erec_k[order]
+    side_k = side_k[order]
+    take_sel = pa.array(sel)
+    names_k = lnames.take(take_sel)
+    text_k = etext.take(take_sel)
+    esc_k = eesc.take(take_sel)
+    counts = np.bincount(img_k, minlength=2 * nk)
+    img_off = np.zeros(2 * nk + 1, dtype=np.int64)
+    np.cumsum(counts, out=img_off[1:])
+    pres_b = present_before[kidx]
+    pres_a = present_after[kidx]
+
+    def image_cols(sd: int, pres: np.ndarray) -> tuple[pa.Array, pa.Array, np.ndarray]:
+        starts = img_off[sd : 2 * nk : 2]
+        ends = img_off[sd + 1 : 2 * nk + 1 : 2]
+        # entries of this side are contiguous per record, but the two sides interleave
+        rng = np.flatnonzero(side_k == sd)
+        lens = ends - starts
+        offs = np.zeros(nk + 1, dtype=np.int32)
+        np.cumsum(lens, out=offs[1:])
+        mask = pa.array(~pres)
+        keys = names_k.take(pa.array(rng))
+        items = text_k.take(pa.array(rng))
+        mp = pa.MapArray.from_arrays(pa.array(offs), keys, items, type=MAP_TYPE, mask=mask)
+        cols = pa.ListArray.from_arrays(pa.array(offs), keys, type=LIST_TYPE, mask=mask)
+        return mp, cols, rng
+
+    before_map, before_cols, rng_b = image_cols(0, pres_b)
+    after_map, after_cols, rng_a = image_cols(1, pres_a)
+
+    # col_types: provided columns with a type, before's first, a name once (first place, last type)
+    et_k = etype[sel]
+    lc_k = lcode[sel]
+    typed = np.flatnonzero(et_k > 0)
+    ct_key = erec_k[typed] * nl + lc_k[typed]
+    # first place of each (record, name); the last type given to it
+    _, first_i = np.unique(ct_key, return_index=True)
+    rev = typed[::-1]
+    _, last_i_rev = np.unique((erec_k[rev] * nl + lc_k[rev]), return_index=True)
+    last_type = et_k[rev[last_i_rev]]
+    firsts = typed[first_i]
+    o = np.argsort(firsts, kind="stable")
+    firsts = firsts[o]
+    last_type = last_type[o]
+    ct_rec = erec_k[firsts]
+    ct_counts = np.bincount(ct_rec, minlength=nk)
+    ct_off = np.zeros(nk + 1, dtype=np.int32)
+    np.cumsum(ct_counts, out=ct_off[1:])
+    type_names = pa.array(types, type=pa.string())
+    col_types = pa.MapArray.from_arrays(
+        pa.array(ct_off), names_k.take(pa.array(firsts)), type_names.take(pa.array(last_type)), type=MAP_TYPE
+    )
+
+    # key map (configured order) and key_text (sorted, compact JSON)
+    ks = key_side[kidx]
+    ekp = ekeypos[sel]
+    kmask = (ekp >= 0) & (side_k == ks[erec_k])
+    ksel = np.flatnonzero(kmask)
+    # name rank by code point (sort_keys)
+    rank = np.empty(nl, dtype=np.int64)
+    rank[np.argsort(np.array(ldict, dtype=object), kind="stable")] = np.arange(len(ldict))
+    rk = rank[lc_k]
+    # key entries: from an image (the key columns' order) or the Kafka key (its own order)
+    k_rec = erec_k[ksel]
+    k_pos = ekp[ksel]
+    k_names = names_k.take(pa.array(ksel))
+    k_text = text_k.take(pa.array(ksel))
+    k_esc = esc_k.take(pa.array(ksel))
+    if event_keys is not None and event_keys["has"].any():
+        ek_ = event_keys
+        e_at = np.flatnonzero(keep[ek_["rec"]] & (key_side[ek_["rec"]] == 2))
+        k_rec = np.concatenate((k_rec, newrec[ek_["rec"][e_at]]))
+        k_pos = np.concatenate((k_pos, ek_["order"][e_at]))
+        k_names = pa.concat_arrays([k_names, ek_["names"].take(pa.array(e_at, type=pa.int64()))])
+        k_text = pa.concat_arrays([k_text, ek_["text"].take(pa.array(e_at, type=pa.int64()))])
+        k_esc = pa.concat_arrays([k_esc, ek_["esc"].take(pa.array(e_at, type=pa.int64()))])
+    korder = np.lexsort((k_pos, k_rec))
+    k_counts = np.bincount(k_rec, minlength=nk)
+    k_off = np.zeros(nk + 1, dtype=np.int32)
+    np.cumsum(k_counts, out=k_off[1:])
+    key_map = pa.MapArray.from_arrays(
+        pa.array(k_off), k_names.take(pa.array(korder)), k_text.take(pa.array(korder)), type=MAP_TYPE
+    )
+    ksort = pc.sort_indices(
+        pa.table({"r": pa.array(k_rec, type=pa.int64()), "n": k_names}),
+        sort_keys=[("r", "ascending"), ("n", "ascending")],
+    )
+
+    # every provided value as JSON (the text quoted and escaped, or null)
+    vj = pc.coalesce(cat('"', esc_k, '"'), "null")
+    k_vj = pc.coalesce(cat('"', k_esc, '"'), "null")
+    kent = cat('"', k_names.take(ksort), '":', k_vj.take(ksort))
+    key_text = cat("{", join_lists(k_off, kent, ","), "}")
+
+    tick("event_id")
+    # --- event id: json.dumps([table_id, key_text, op, seq, before, before_cols, after, after_cols, None])
+    # both images at once: entries sorted by name within each image (sort_keys), the
+    # column lists in their order; image 2r is record r's before, 2r+1 its after
+    so = np.lexsort((rk, img_k))
+    ent = cat('"', names_k, '": ', vj).take(pa.array(so))
+    objs = cat("{", join_lists(img_off, ent, ", "), "}")
+    cls_ = cat("[", join_lists(img_off, cat('"', names_k, '"'), ", "), "]")
+    pres_all = pa.array(np.stack((pres_b, pres_a), axis=1).ravel())
+    objs = pc.if_else(pres_all, objs, "null")
+    cls_ = pc.if_else(pres_all, cls_, "null")
+    even = pa.array(np.arange(0, 2 * nk, 2, dtype=np.int32))
+    odd = pa.array(np.arange(1, 2 * nk, 2, dtype=np.int32))
+    bj, aj = objs.take(even), objs.take(odd)
+    bcj, acj = cls_.take(even), cls_.take(odd)
+    tids_json = pa.array([encode_json_str(t) for t in tids], type=pa.string())
+    tid_j = pa.DictionaryArray.from_arrays(pa.array(inv[kidx].astype(np.int32)), tids_json).cast(pa.string())
+    kt_j = pc.replace_substring(pc.replace_substring(key_text, "\\", "\\\\"), '"', '\\"')
+    seq_k = seq.take(pa.array(kidx))
+    seq_j = pc.if_else(seq_k.is_null(), "null", cat('"', seq_k.fill_null(""), '"'))
+    op_k = op_arr.take(pa.array(kidx))
+    ident = cat(
+        "[", tid_j, ', "', kt_j, '", "', op_k, '", ', seq_j, ", ", bj, ", ", bcj, ", ", aj, ", ", acj, ", null]"
+    )
+    if ident.offset:
+        ident = pa.concat_arrays([ident])
+    ioff = np.frombuffer(ident.buffers()[1], dtype=np.int32)[: nk + 1].tolist()
+    mv = memoryview(ident.buffers()[2])
+    sha = hashlib.sha256
+    event_id = pa.array([sha(mv[ioff[i] : ioff[i + 1]]).hexdigest()[:32] for i in range(nk)], type=pa.string())
+
+    tick("extras")
+    # --- extras: record by record, the fields in their order (field-major arrays)
+    ex_cols = [values.take(pa.array(kidx)) for _, values, _ in extras]
+    ex_vals = pa.concat_arrays(ex_cols)
+    ex_names = pa.array([name for name, _, _ in extras], type=pa.string())
+    nf = len(extras)
+    ex_order = (np.arange(nf)[None, :] * nk + np.arange(nk)[:, None]).ravel()
+    ex_present = np.concatenate(
+        [
+            ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool) if present is None else present[kidx]
+            for col, (_, _, present) in zip(ex_cols, extras, strict=True)
+        ]
+    )
+    ex_valid = ex_present[ex_order]
+    ex_sel = ex_order[ex_valid]
+    ex_rec = ex_sel % nk
+    ex_field = ex_sel // nk
+    ex_off = np.zeros(nk + 1, dtype=np.int32)
+    np.cumsum(np.bincount(ex_rec, minlength=nk), out=ex_off[1:])
+    extras = pa.MapArray.from_arrays(
+        pa.array(ex_off), ex_names.take(pa.array(ex_field)), ex_vals.take(pa.array(ex_sel)), type=MAP_TYPE
+    )
+
+    kt = pa.array(kidx)
+    cols = {
+        "row_index": pa.array(np.zeros(nk, dtype=np.int32)),
+        "source_db": db.take(kt),
+        "source_schema": schema.take(kt),
+        "source_table": table.take(kt),
+        "table_id": table_id.take(kt),
+        "op": op_k,
+        "key": key_map,
+        "key_text": key_text,
+        "before": before_map,
+        "after": after_map,
+        "before_cols": before_cols,
+        "after_cols": after_cols,
+        "col_types": col_types,
+        "seq": seq_k,
+        "commit_ts_us": commit.take(kt),
+        "capture_ts_us": capture.take(kt),
+        "tx_id": tx.take(kt),
+        "event_id": event_id,
+        "extras": extras,
+    }
+    tick("final")
+    change = pa.StructArray.from_arrays([cols[f.name] for f in CHANGE_TYPE], fields=list(CHANGE_TYPE))
+    changes = pa.ListArray.from_arrays(
+        pa.array(np.arange(nk + 1, dtype=np.int32)), change, type=DECODE_TYPE.field("changes").type
+    )
+    ddl_type = DECODE_TYPE.field("ddl").type
+    result = pa.StructArray.from_arrays(
+        [
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(nk, dtype=np.int32)), pa.array(["ok"])).cast(pa.string()),
+            pa.nulls(nk, pa.string()),
+            changes,
+            pa.nulls(nk, ddl_type),
+        ],
+        fields=list(DECODE_TYPE),
+    )
+    tick("")
+    return keep, result
