@@ -29,7 +29,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.decode import DECODE_RESULT_DDL, _decoder, arrow_type_of_ddl, decode_records
+from udfs.decode import (
+    DECODE_RESULT_DDL,
+    MAX_PARTITION_NAME_BYTES,
+    _decoder,
+    _table_id,
+    arrow_type_of_ddl,
+    decode_records,
+    partition_name_bytes,
+)
 
 _LOG = logging.getLogger(__name__)
 #: formats whose columnar decoder failed in this worker (warned once each)
@@ -187,6 +195,22 @@ class Tokens:
             m = clev == lev
             j = np.searchsorted(spos[o], spos[self.colons[m]]) - 1
             self.parent[m] = o[j]
+
+    def closing(self, openers: np.ndarray) -> np.ndarray:
+        """The token closing each opener (``{`` or ``[``): the first closer of its level after it."""
+        closers = np.flatnonzero((self.scls == CLOSE_OBJ) | (self.scls == CLOSE_ARR))
+        clev = self.level[closers]
+        lev = self.level[openers]
+        out = np.empty(len(openers), dtype=np.int64)
+        for lv in np.unique(lev):
+            c = closers[clev == lv]
+            m = lev == lv
+            out[m] = c[np.searchsorted(c, openers[m])]
+        return out
+
+    def value_texts(self, openers: np.ndarray) -> pa.StringArray:
+        """The JSON text of the object or array each opener opens (as it is in the batch)."""
+        return gather(self.b, self.spos[openers], self.spos[self.closing(openers)] + 1)
 
     def key_spans(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         qi = np.searchsorted(self.qpos, self.spos[colons]) - 1
@@ -488,6 +512,122 @@ def decode_columnar(
     return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
+def _lookup(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Whether each query is in ``sorted_keys``, and its index there (0 when not)."""
+    if not len(sorted_keys):
+        return np.zeros(len(queries), dtype=bool), np.zeros(len(queries), dtype=np.int64)
+    j = np.clip(np.searchsorted(sorted_keys, queries), 0, len(sorted_keys) - 1)
+    found = sorted_keys[j] == queries
+    return found, np.where(found, j, 0)
+
+
+class Images:
+    """The before and after images of a batch's records, composed from the entries of
+    the row objects a format reads (``rec``: each entry's record, ``obj``: which of the
+    ``nobj`` objects of its record, ``raw_names``: its name as sent).
+
+    :meth:`add` puts entries into an image as they are; :meth:`overlay` composes
+    ``{**base, **over}`` as Python does: a base column the overlay names takes the
+    overlay's value at the base's place, the overlay's other columns follow in their
+    order. A name twice in one object flags its record in ``fb`` (a JSON object's
+    duplicate keys), as does a name twice in one image once lower-cased (the shared
+    normalization's "appears twice").
+    """
+
+    def __init__(self, rec: np.ndarray, obj: np.ndarray, nobj: int, raw_names: pa.Array, fb: np.ndarray) -> None:
+        self.rec, self.fb = rec, fb
+        enc = pc.dictionary_encode(raw_names)
+        self.raw_names = raw_names
+        rcode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.nr = max(len(enc.dictionary), 1)
+        self.nobj = nobj
+        self.key = (rec * self.nobj + obj) * self.nr + rcode
+        self.rcode = rcode
+        srt = np.sort(self.key)
+        dups = srt[1:][srt[1:] == srt[:-1]]
+        fb[np.unique(dups // self.nr // self.nobj)] = True
+        self._parts: list[tuple[np.ndarray, np.ndarray, int, int, np.ndarray]] = []
+
+    def add(self, at: np.ndarray, side: int) -> None:
+        """Entries ``at`` (indices, in their order) into image ``side`` (0 before, 1 after)."""
+        self._parts.append((at, self.rec[at], side, 0, at))
+
+    def overlay(self, base_at: np.ndarray, over_at: np.ndarray, over_obj: int, base_obj: int, side: int) -> None:
+        """Image ``side`` = the base object's entries ``base_at`` overlaid with the
+        overlay object's ``over_at`` (objects ``base_obj`` / ``over_obj`` of each record)."""
+        over_sorted = np.argsort(self.key[over_at], kind="stable")
+        query = (self.rec[base_at] * self.nobj + over_obj) * self.nr + self.rcode[base_at]
+        found, j = _lookup(self.key[over_at][over_sorted], query)
+        source = np.where(found, over_at[over_sorted][j], base_at) if len(over_at) else base_at
+        self._parts.append((source, self.rec[base_at], side, 0, base_at))
+        query = (self.rec[over_at] * self.nobj + base_obj) * self.nr + self.rcode[over_at]
+        in_base, _ = _lookup(np.sort(self.key[base_at]), query)
+        own = over_at[~in_base]
+        self._parts.append((own, self.rec[own], side, 1, own))
+
+    def build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array, np.ndarray, list[str]]:
+        """(source entry, record, side) of every image entry in image order, and the
+        lower-cased names with their codes and dictionary."""
+        parts = self._parts or [(np.zeros(0, dtype=np.int64),) * 2 + (0, 0, np.zeros(0, dtype=np.int64))]
+        src = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        rec = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        side = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int64) for p in parts])
+        group = np.concatenate([np.full(len(p[0]), p[3], dtype=np.int64) for p in parts])
+        place = np.concatenate([p[4] for p in parts]).astype(np.int64)
+        order = np.lexsort((place, group, side, rec))
+        src, rec, side = src[order], rec[order], side[order]
+        lnames = pc.ascii_lower(self.raw_names.take(pa.array(src, type=pa.int64())))
+        lenc = pc.dictionary_encode(lnames)
+        lcode = lenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        ldict = lenc.dictionary.to_pylist()
+        nl = max(len(ldict), 1)
+        img = (rec * 2 + side) * nl + lcode
+        srt = np.sort(img)
+        dups = srt[1:][srt[1:] == srt[:-1]]
+        self.fb[np.unique(dups // nl // 2)] = True
+        return src, rec, side, lnames, lcode, ldict
+
+
+def key_positions(key_lists: list[list[str]], ldict: list[str], which: np.ndarray, lcode: np.ndarray) -> np.ndarray:
+    """Each image entry's place among its record's key columns (-1: not one):
+    ``key_lists[which[entry]]`` names them (lower-cased image names)."""
+    nl = max(len(ldict), 1)
+    table = np.full((max(len(key_lists), 1), nl), -1, dtype=np.int64)
+    for t_i, cols in enumerate(key_lists):
+        pos_of = {k: i for i, k in enumerate(cols)}
+        for l_i, name in enumerate(ldict):
+            if name in pos_of:
+                table[t_i, l_i] = pos_of[name]
+    return table[which, lcode] if len(lcode) else np.zeros(0, dtype=np.int64)
+
+
+def resolve_tables(
+    tables: dict[str, Any], names: list[tuple[str | None, str | None, str | None]]
+) -> tuple[list[str], list[list[str]], np.ndarray]:
+    """For each distinct (db, schema, table) of a batch: its table id (as
+    ``udfs.decode.normalize`` gives it), its configured key columns (``[]`` when none is
+    configured) and whether its records must fall back (no table name, or one too long
+    for a partition directory)."""
+    tids: list[str] = []
+    keys: list[list[str]] = []
+    bad = np.zeros(len(names), dtype=bool)
+    for j, (db, schema, table) in enumerate(names):
+        if not table:
+            tids.append("")
+            keys.append([])
+            bad[j] = True
+            continue
+        tid = _table_id(tables, db, schema, table)
+        cfg_keys = (tables.get(tid) or {}).get("key") or None
+        if partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES:
+            bad[j] = True
+        if not cfg_keys or not isinstance(cfg_keys, list) or not all(isinstance(k, str) for k in cfg_keys):
+            cfg_keys = []
+        tids.append(tid)
+        keys.append(list(cfg_keys))
+    return tids, keys, bad
+
+
 def key_sides(
     *,
     erec: np.ndarray,
@@ -576,6 +716,7 @@ def assemble(
     capture: pa.Array,
     tx: pa.Array,
     extras: list[tuple[str, pa.Array, np.ndarray | None]],
+    col_types: pa.Array | None = None,
 ) -> tuple[np.ndarray, pa.StructArray]:
     """The ``cdc_decode`` results (one change each) of a batch's records that ``fb`` does
     not send to the fallback, from what a columnar decoder found in them.
@@ -594,6 +735,8 @@ def assemble(
     index into ``types`` (0: no type), ``prov`` false for a value not provided (left
     out), ``ekeypos`` its place among the key columns (-1: not one). ``event_keys``: the
     key entries of records whose key is their own (``_event_keys``), or None.
+    ``col_types``: a map per record, when the format declares its columns' types (else
+    they come from the entries' ``etype``: provided columns with a type, before's first).
 
     Returns (which records were decoded, their results in order).
     """
@@ -642,28 +785,31 @@ def assemble(
     before_map, before_cols, rng_b = image_cols(0, pres_b)
     after_map, after_cols, rng_a = image_cols(1, pres_a)
 
-    # col_types: provided columns with a type, before's first, a name once (first place, last type)
-    et_k = etype[sel]
     lc_k = lcode[sel]
-    typed = np.flatnonzero(et_k > 0)
-    ct_key = erec_k[typed] * nl + lc_k[typed]
-    # first place of each (record, name); the last type given to it
-    _, first_i = np.unique(ct_key, return_index=True)
-    rev = typed[::-1]
-    _, last_i_rev = np.unique((erec_k[rev] * nl + lc_k[rev]), return_index=True)
-    last_type = et_k[rev[last_i_rev]]
-    firsts = typed[first_i]
-    o = np.argsort(firsts, kind="stable")
-    firsts = firsts[o]
-    last_type = last_type[o]
-    ct_rec = erec_k[firsts]
-    ct_counts = np.bincount(ct_rec, minlength=nk)
-    ct_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(ct_counts, out=ct_off[1:])
-    type_names = pa.array(types, type=pa.string())
-    col_types = pa.MapArray.from_arrays(
-        pa.array(ct_off), names_k.take(pa.array(firsts)), type_names.take(pa.array(last_type)), type=MAP_TYPE
-    )
+    if col_types is not None:  # the format's own, per record
+        col_types = col_types.take(pa.array(kidx))
+    else:
+        # col_types: provided columns with a type, before's first, a name once (first place, last type)
+        et_k = etype[sel]
+        typed = np.flatnonzero(et_k > 0)
+        ct_key = erec_k[typed] * nl + lc_k[typed]
+        # first place of each (record, name); the last type given to it
+        _, first_i = np.unique(ct_key, return_index=True)
+        rev = typed[::-1]
+        _, last_i_rev = np.unique((erec_k[rev] * nl + lc_k[rev]), return_index=True)
+        last_type = et_k[rev[last_i_rev]]
+        firsts = typed[first_i]
+        o = np.argsort(firsts, kind="stable")
+        firsts = firsts[o]
+        last_type = last_type[o]
+        ct_rec = erec_k[firsts]
+        ct_counts = np.bincount(ct_rec, minlength=nk)
+        ct_off = np.zeros(nk + 1, dtype=np.int32)
+        np.cumsum(ct_counts, out=ct_off[1:])
+        type_names = pa.array(types, type=pa.string())
+        col_types = pa.MapArray.from_arrays(
+            pa.array(ct_off), names_k.take(pa.array(firsts)), type_names.take(pa.array(last_type)), type=MAP_TYPE
+        )
 
     # key map (configured order) and key_text (sorted, compact JSON)
     ks = key_side[kidx]

@@ -59,10 +59,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError, loads_exact
-from udfs.decode import MAX_PARTITION_NAME_BYTES, _table_id, partition_name_bytes
 from udfs.formats import connect_types
 from udfs.formats.columnar import (
-    CLOSE_OBJ,
     DECODE_TYPE,
     K_ABSENT,
     K_ARR,
@@ -84,6 +82,7 @@ from udfs.formats.columnar import (
     key_sides,
     long_numbers,
     patch,
+    resolve_tables,
     skip_ws,
     slots,
     tick,
@@ -451,14 +450,7 @@ def _event_keys(
             sv = ktok.values(slot[0][ws])
             is_obj = sv["kind"] == K_OBJ
             so = sv["opener"][is_obj]
-            closers = np.flatnonzero(ktok.scls == CLOSE_OBJ)
-            clev = ktok.level[closers]
-            close_at = np.empty(len(so), dtype=np.int64)
-            for lv in np.unique(ktok.level[so]):
-                c = closers[clev == lv]
-                mm = ktok.level[so] == lv
-                close_at[mm] = c[np.searchsorted(c, so[mm])]
-            stext = gather(kb, ktok.spos[so], ktok.spos[close_at] + 1)
+            stext = ktok.value_texts(so)
             key_sid[ws[is_obj]] = [_schema_id(t) for t in stext.to_pylist()]
     role[:] = R_NONE
     role[key_open[key_open >= 0]] = R_PAYLOAD
@@ -580,16 +572,7 @@ def _fast(
         fb[sch_rec[(sv["kind"] != K_OBJ) & (sv["kind"] != K_NULL)]] = True
         is_obj = sv["kind"] == K_OBJ
         so = sv["opener"][is_obj]
-        # the matching close: the first '}' of the same level after the opener
-        closers = np.flatnonzero(tok.scls == CLOSE_OBJ)
-        close_at = np.empty(len(so), dtype=np.int64)
-        lev = tok.level[so]
-        clev = tok.level[closers]
-        for lv in np.unique(lev):
-            c = closers[clev == lv]
-            mm = lev == lv
-            close_at[mm] = c[np.searchsorted(c, so[mm])]
-        stext = gather(b, tok.spos[so], tok.spos[close_at] + 1)
+        stext = tok.value_texts(so)
         enc = stext.dictionary_encode()
         ids = np.array([_schema_id(t) for t in enc.dictionary.to_pylist()], dtype=np.int64)
         schema_id[sch_rec[is_obj]] = ids[enc.indices.to_numpy()]
@@ -781,27 +764,13 @@ def _fast(
         dicts.append([None, *e.dictionary.to_pylist()])
     combo = (codes[0] * (len(dicts[1])) + codes[1]) * len(dicts[2]) + codes[2]
     uniq, inv = np.unique(combo, return_inverse=True)
-    tids: list[str] = []
-    tid_keys: list[list[str]] = []
-    tid_bad = np.zeros(len(uniq), dtype=bool)
-    for j, u in enumerate(uniq.tolist()):
+    triples = []
+    for u in uniq.tolist():
         c2 = u % len(dicts[2])
         c1 = (u // len(dicts[2])) % len(dicts[1])
         c0 = u // (len(dicts[2]) * len(dicts[1]))
-        tb = dicts[2][c2]
-        if not tb:
-            tids.append("")
-            tid_keys.append([])
-            tid_bad[j] = True
-            continue
-        tid = _table_id(tables, dicts[0][c0], dicts[1][c1], tb)
-        cfg_keys = (tables.get(tid) or {}).get("key") or None
-        if partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES:
-            tid_bad[j] = True
-        if not cfg_keys or not isinstance(cfg_keys, list) or not all(isinstance(k, str) for k in cfg_keys):
-            cfg_keys = []  # no configured key: the event's own key, else the fallback
-        tids.append(tid)
-        tid_keys.append(list(cfg_keys))
+        triples.append((dicts[0][c0], dicts[1][c1], dicts[2][c2]))
+    tids, tid_keys, tid_bad = resolve_tables(tables, triples)
     fb |= tid_bad[inv]
     tid_nokey = np.array([not k for k in tid_keys], dtype=bool)
     table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(

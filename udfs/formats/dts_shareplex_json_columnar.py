@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError
-from udfs.decode import MAX_PARTITION_NAME_BYTES, _table_id, partition_name_bytes
 from udfs.formats.columnar import (
     DECODE_TYPE,
     K_ABSENT,
@@ -41,6 +40,7 @@ from udfs.formats.columnar import (
     K_NULL,
     K_OBJ,
     K_STR,
+    Images,
     Tokens,
     assemble,
     buffers,
@@ -48,8 +48,10 @@ from udfs.formats.columnar import (
     decode_columnar,
     field_values,
     gather,
+    key_positions,
     key_sides,
     long_numbers,
+    resolve_tables,
     skip_ws,
     slots,
     validate,
@@ -104,15 +106,6 @@ def _pad(text: pa.Array) -> pa.Array:
     trimmed = pc.utf8_ltrim(text, "0")
     trimmed = pc.if_else(pc.equal(trimmed, ""), "0", trimmed)
     return pc.utf8_lpad(trimmed, 20, "0")
-
-
-def _lookup(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Whether each query is in ``sorted_keys``, and its index there (0 when not)."""
-    if not len(sorted_keys):
-        return np.zeros(len(queries), dtype=bool), np.zeros(len(queries), dtype=np.int64)
-    j = np.clip(np.searchsorted(sorted_keys, queries), 0, len(sorted_keys) - 1)
-    found = sorted_keys[j] == queries
-    return found, np.where(found, j, 0)
 
 
 def _fast(
@@ -248,20 +241,9 @@ def _fast(
     # --- tables: id, configured key
     table_pairs = np.unique(tcode, return_inverse=True)
     uniq, inv = table_pairs
-    tids: list[str] = []
-    tid_keys: list[list[str]] = []
-    tid_bad = np.zeros(len(uniq), dtype=bool)
-    for j, u in enumerate(uniq.tolist()):
-        table = names[u] or ""
-        tid = _table_id(tables, None, owners[u], table) if table else ""
-        cfg_keys = (tables.get(tid) or {}).get("key") or None
-        if not table or partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES:
-            tid_bad[j] = True
-        if not cfg_keys or not isinstance(cfg_keys, list) or not all(isinstance(k, str) for k in cfg_keys):
-            tid_bad[j] = True  # Shareplex names no key: without one configured, the decoder's reason
-            cfg_keys = []
-        tids.append(tid)
-        tid_keys.append(list(cfg_keys))
+    tids, tid_keys, tid_bad = resolve_tables(tables, [(None, owners[u], names[u]) for u in uniq.tolist()])
+    # Shareplex names no key: without one configured, the decoder's reason
+    tid_bad |= np.array([not k for k in tid_keys], dtype=bool)
     fb |= tid_bad[inv]
     table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(
         pa.string()
@@ -280,14 +262,7 @@ def _fast(
     etext, eesc, n_bs = tok.texts(ev, need_esc=True)
     _stats["escaped_values"] = n_bs
     _stats["values"] = len(ecol)
-    renc = pc.dictionary_encode(raw_names)
-    rcode = renc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    nr = max(len(renc.dictionary), 1)
-    # a raw name twice in one object -> fallback
-    obj_key = (erec * 2 + is_data) * nr + rcode
-    srt = np.sort(obj_key)
-    dups = srt[1:][srt[1:] == srt[:-1]]
-    fb[np.unique(dups // nr // 2)] = True
+    images = Images(erec, is_data.astype(np.int64), 2, raw_names, fb)  # objects: 0 key, 1 data
 
     # images by op: insert after = data; delete before = data, else key; update before =
     # key, after = key overlaid with data (a key column data names takes data's value at
@@ -295,57 +270,19 @@ def _fast(
     is_ins, is_upd, is_del = op_code == 0, op_code == 1, op_code == 2
     has_data, has_key = present["data"], present["key"]
     fb |= (is_ins | is_upd) & ~has_data  # (a delete without either image has no key: key_sides)
-    e_ins, e_upd, e_del = is_ins[erec], is_upd[erec], is_del[erec]
     data_at = np.flatnonzero(is_data)
     key_at = np.flatnonzero(~is_data)
-    d_order = np.argsort(obj_key[data_at], kind="stable")
-    # a key entry's data entry of the same name (the same record's data object)
-    k_in_data, j = _lookup(obj_key[data_at][d_order], (erec[key_at] * 2 + 1) * nr + rcode[key_at])
-    k_source = np.where(k_in_data, data_at[d_order][j], key_at) if len(data_at) else key_at
-    # whether a data entry's name is in the same record's key object
-    d_in_key, _ = _lookup(np.sort(obj_key[key_at]), (erec[data_at] * 2) * nr + rcode[data_at])
-    # (source entry, record, side, group, place)
-    parts = []
-    sel = e_ins[data_at]
-    parts.append((data_at[sel], erec[data_at[sel]], 1, 0, data_at[sel]))
-    sel = e_del[data_at]
-    parts.append((data_at[sel], erec[data_at[sel]], 0, 0, data_at[sel]))
-    sel = e_del[key_at] & ~has_data[erec[key_at]]
-    parts.append((key_at[sel], erec[key_at[sel]], 0, 0, key_at[sel]))
-    sel = e_upd[key_at]
-    parts.append((key_at[sel], erec[key_at[sel]], 0, 0, key_at[sel]))
-    parts.append((k_source[sel], erec[key_at[sel]], 1, 0, key_at[sel]))
-    sel = e_upd[data_at] & ~d_in_key
-    parts.append((data_at[sel], erec[data_at[sel]], 1, 1, data_at[sel]))
-    src = np.concatenate([p[0] for p in parts])
-    p_rec = np.concatenate([p[1] for p in parts])
-    p_side = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int64) for p in parts])
-    p_group = np.concatenate([np.full(len(p[0]), p[3], dtype=np.int64) for p in parts])
-    p_place = np.concatenate([p[4] for p in parts])
-    order = np.lexsort((p_place, p_group, p_side, p_rec))
-    src, p_rec, p_side = src[order], p_rec[order], p_side[order]
+    images.add(data_at[is_ins[erec[data_at]]], 1)
+    images.add(data_at[is_del[erec[data_at]]], 0)
+    images.add(key_at[is_del[erec[key_at]] & ~has_data[erec[key_at]]], 0)
+    images.add(key_at[is_upd[erec[key_at]]], 0)
+    images.overlay(key_at[is_upd[erec[key_at]]], data_at[is_upd[erec[data_at]]], over_obj=1, base_obj=0, side=1)
+    src, p_rec, p_side, lnames, lcode, ldict = images.build()
     present_before = (is_del & (has_data | has_key)) | (is_upd & has_key)
     present_after = (is_ins | is_upd) & has_data
 
-    lnames = pc.ascii_lower(raw_names.take(pa.array(src, type=pa.int64())))
-    lenc = pc.dictionary_encode(lnames)
-    lcode = lenc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    ldict = lenc.dictionary.to_pylist()
-    nl = max(len(ldict), 1)
-    # a name twice in one image after lower-casing -> fallback (the decoder's reason)
-    img = (p_rec * 2 + p_side) * nl + lcode
-    srt = np.sort(img)
-    dups = srt[1:][srt[1:] == srt[:-1]]
-    fb[np.unique(dups // nl // 2)] = True
-
     # --- keys: the configured key columns, read from the images
-    keypos_tab = np.full((len(tids), nl), -1, dtype=np.int64)
-    for t_i, cfg_keys in enumerate(tid_keys):
-        pos_of = {k: i for i, k in enumerate(cfg_keys)}
-        for l_i, name in enumerate(ldict):
-            if name in pos_of:
-                keypos_tab[t_i, l_i] = pos_of[name]
-    ekeypos = keypos_tab[inv[p_rec], lcode] if len(p_rec) else np.zeros(0, dtype=np.int64)
+    ekeypos = key_positions(tid_keys, ldict, inv[p_rec], lcode)
     e_text = etext.take(pa.array(src, type=pa.int64()))
     e_esc = eesc.take(pa.array(src, type=pa.int64()))
     prov = np.ones(len(src), dtype=bool)
