@@ -717,6 +717,7 @@ def assemble(
     tx: pa.Array,
     extras: list[tuple[str, pa.Array, np.ndarray | None]],
     col_types: pa.Array | None = None,
+    row_index: np.ndarray | None = None,
 ) -> tuple[np.ndarray, pa.StructArray]:
     """The ``cdc_decode`` results (one change each) of a batch's records that ``fb`` does
     not send to the fallback, from what a columnar decoder found in them.
@@ -737,6 +738,8 @@ def assemble(
     key entries of records whose key is their own (``_event_keys``), or None.
     ``col_types``: a map per record, when the format declares its columns' types (else
     they come from the entries' ``etype``: provided columns with a type, before's first).
+    ``row_index``: each change's place among its record's (0 when None; a format whose
+    record holds several rows assembles them as records of their own, then regroups).
 
     Returns (which records were decoded, their results in order).
     """
@@ -908,7 +911,7 @@ def assemble(
 
     kt = pa.array(kidx)
     cols = {
-        "row_index": pa.array(np.zeros(nk, dtype=np.int32)),
+        "row_index": pa.array(np.zeros(nk, dtype=np.int32) if row_index is None else row_index[kidx].astype(np.int32)),
         "source_db": db.take(kt),
         "source_schema": schema.take(kt),
         "source_table": table.take(kt),

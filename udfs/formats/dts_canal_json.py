@@ -212,12 +212,16 @@ class DtsCanalJsonDecoder(Decoder):
         Send every message to this table (the event's name goes to ``extras``).
     order:
         ``id`` (``seq`` = id, es, row) or ``es`` (es, id, row).
+    columnar:
+        ``cdc_decode`` decodes batches column-wise (:mod:`udfs.formats.dts_canal_json_columnar`,
+        the very result of this decoder; true by default); false: record by record here.
     """
 
     identifier: ClassVar[str] = "dts_canal_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "kafka_parquet", "documents")
-    option_names: ClassVar[tuple[str, ...]] = ("database_include", "table_include", "table", "order")
+    option_names: ClassVar[tuple[str, ...]] = ("database_include", "table_include", "table", "order", "columnar")
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.dts_canal_json_columnar:decode_canal_columnar"
     default_order: ClassVar[str] = "id"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
