@@ -1,9 +1,10 @@
-"""Side by side, in one process: the columnar Debezium JSON decoder against
-``decode_records``, ``orjson.loads`` per line and ``pyarrow.json.read_json``.
+"""Side by side, in one process: a columnar decoder (Debezium JSON by default; ``--format``
+``dts_canal_json`` or ``dts_shareplex_json``) against ``decode_records``, ``orjson.loads``
+per line and ``pyarrow.json.read_json``.
 
-``python -m bench.columnar_decode [--events N] [--batch B] [--rounds R] [--data DIR]``
-generates (or reuses, with ``--data``) the benchmark's Debezium JSON landing files
-(:mod:`bench.data`, ``debezium_json`` case: half the envelopes with the Kafka Connect
+``python -m bench.columnar_decode [--format F] [--events N] [--batch B] [--rounds R] [--data DIR]``
+generates (or reuses, with ``--data``) the benchmark's landing files of the format
+(:mod:`bench.data`; ``debezium_json``: half the envelopes with the Kafka Connect
 schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
 cuts them into lines as ``cdc_read_records`` does (Arrow, ``_valid_lines_struct``), and
 in batches of ``B`` records (a ``cdc_decode`` Arrow batch) times, taking turns batch by
@@ -13,10 +14,11 @@ decode_records
     what ``cdc_decode`` runs now: ``to_pylist`` of the batch, ``decode_records``,
     ``pa.array(results, type=<DECODE_RESULT_DDL as Arrow>)``.
 columnar
-    ``udfs.formats.debezium_json_columnar.decode_debezium_columnar`` over the Arrow batch
-    (records it cannot do exactly go to ``decode_records`` inside it), its cache of
+    the format's columnar decoder (``Decoder.columnar_decoder``, e.g.
+    ``udfs.formats.debezium_json_columnar.decode_debezium_columnar``) over the Arrow batch
+    (records it cannot do exactly go to ``decode_records`` inside it); Debezium's cache of
     Kafka Connect schema texts warm (a long-running Python worker).
-columnar_cold
+columnar_cold (``debezium_json``)
     the same with the schema cache emptied before every batch (each batch tokenizes
     and parses the schemas it holds).
 orjson
@@ -70,7 +72,13 @@ def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.columnar_decode", description=__doc__.split("\n\n")[0])
-    p.add_argument("--events", type=int, default=20_000, help="Debezium events to generate (default %(default)s)")
+    p.add_argument(
+        "--format",
+        default="debezium_json",
+        choices=["debezium_json", "dts_canal_json", "dts_shareplex_json"],
+        help="the format whose columnar decoder runs (default %(default)s)",
+    )
+    p.add_argument("--events", type=int, default=20_000, help="events to generate (default %(default)s)")
     p.add_argument("--batch", type=int, default=2_000, help="records per batch (default %(default)s)")
     p.add_argument("--rounds", type=int, default=2, help="passes over the data (default %(default)s)")
     p.add_argument("--data", help="reuse (or write) the files in this folder")
@@ -88,20 +96,27 @@ def main(argv: list[str] | None = None) -> int:
         "cdc_read_records does, written to --data when given",
     )
     args = p.parse_args(argv)
+    if args.format != "debezium_json" and (args.kcat or args.logical):
+        p.error("--kcat and --logical are Debezium renderings")
+
+    import importlib
 
     import orjson
     import pyarrow.json as pj
 
     from bench.data import FORMAT_CASES, tables_config, write_dataset
     from udfs.decode import decode_records
-    from udfs.formats import debezium_json_columnar as col
+    from udfs.formats import decoder_class
 
-    case = FORMAT_CASES["debezium_json"]
+    case = FORMAT_CASES[args.format]
+    module_name, _, function = decoder_class(case.format).columnar_decoder.partition(":")
+    col = importlib.import_module(module_name)
+    decode_columnar = getattr(col, function)
     opts = json.dumps({"format": case.format, "tables": tables_config([case])}, sort_keys=True)
     decode_type = col.DECODE_TYPE
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(args.data) if args.data else Path(tmp) / "debezium_json"
+        folder = Path(args.data) if args.data else Path(tmp) / case.name
         files = sorted(folder.glob("part-*.json")) if folder.exists() else []
         if not files and args.kcat:
             from bench.data import workload
@@ -153,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             return pa.array(decode_records(opts, text.to_pylist(), keys_py), type=decode_type)
 
         def columnar(batch: Any) -> pa.Array:
-            return col.decode_debezium_columnar(opts, *batch)
+            return decode_columnar(opts, *batch)
 
         def columnar_cold(batch: Any) -> pa.Array:
             col.clear_schema_cache()  # every batch parses its Kafka Connect schemas again
-            return col.decode_debezium_columnar(opts, *batch)
+            return decode_columnar(opts, *batch)
 
         def by_orjson(batch: Any) -> int:
             loads = orjson.loads
@@ -209,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         runners: dict[str, Callable[[pa.Array], Any]] = {
             "decode_records": plain,
             "columnar": columnar,
-            "columnar_cold": columnar_cold,
+            **({"columnar_cold": columnar_cold} if hasattr(col, "clear_schema_cache") else {}),
             "orjson": by_orjson,
             "pyarrow_json": by_pyarrow,
         }

@@ -536,6 +536,7 @@ def _fast(
         )
         ok = np.zeros(n, dtype=bool)
         ok[keep[ok_sub]] = True
+        _fast_stats["invalid_json"] = n - len(keep)  # (the call on the valid ones counted none)
         return ok, res
     # every record an object
     fb |= b[first] != ord("{")

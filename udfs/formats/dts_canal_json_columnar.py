@@ -163,6 +163,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
         ok_sub, res = _fast(texts.take(pa.array(keep)), decoder, tables)
         ok = np.zeros(n, dtype=bool)
         ok[keep[ok_sub]] = True
+        _stats["invalid_json"] = n - len(keep)  # (the call on the valid ones counted none)
         return ok, res
     fb |= b[first] != ord("{")
     tok = Tokens(b, off)

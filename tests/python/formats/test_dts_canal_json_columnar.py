@@ -181,6 +181,9 @@ def _cases() -> list[Any]:
     cases.append(msg("INSERT", data=[{"id": "1"}], mysqlType={"ID": "int", "id": "bigint"}, sqlType={"Id": 12}))
     cases += [msg("INSERT", data=[ROW], mysqlType={"id": 5}), msg("INSERT", data=[ROW], sqlType={"id": "int"})]
     cases += [msg("INSERT", data=[ROW], sqlType={"id": True}), msg("INSERT", data=[ROW], mysqlType=[1])]
+    # a lone surrogate escape in a type's name, a column name, pkNames (quarantined by the decoder)
+    for field, value in (("mysqlType", {"\ud800": "int"}), ("data", [{"\ud800": "1"}]), ("pkNames", ["\ud800"])):
+        cases.append(json.dumps({**msg("INSERT", data=[ROW]), field: value}))  # ASCII: the escape as such
     cases += [
         msg("INSERT", data=[ROW], mysqlType="int", sqlType=None),
         msg("INSERT", data=[{"id": "1", "bin": "nine.bin"}]),
@@ -384,3 +387,9 @@ def test_spark_udf_columnar_true_and_false_agree(spark) -> None:
     assert not differ, [(texts[i], by_opts[on][i], by_opts[off][i]) for i in differ[:2]]
     statuses = {json.loads(r)["status"] for r in by_opts[on].values()}
     assert statuses == {"ok", "skipped", "quarantined"}, statuses
+
+
+def test_invalid_records_are_counted() -> None:
+    texts = [json.dumps(msg("INSERT", data=[ROW])), "{", '{"data": "\\ud800"}', json.dumps(msg("INSERT", data=[ROW]))]
+    n, fallbacks = compare(_opts(), texts)
+    assert (fallbacks, col.LAST_STATS["invalid_json"], col.LAST_STATS["fast"]) == (2, 2, 2)
