@@ -82,3 +82,22 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     assert _positive(memory["jvm_vmhwm_mib"]) and _positive(memory["python_worker_vmhwm_max_mib"])
     assert _positive(memory["sections"]["decode:debezium_json:project"]["python_workers_peak_rss_sum_mib"])
     assert _positive(memory["sections"]["e2e:project"]["jvm_peak_rss_mib"])
+
+
+def test_columnar_decode_bench_checks_every_format() -> None:
+    """``python -m bench.columnar_decode --format F``: every record identical to
+    ``decode_records`` and on the columnar path, and a figure per path."""
+    for fmt in ("debezium_json", "dts_canal_json", "dts_shareplex_json"):
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.columnar_decode", "--format", fmt, "--events", "600", "--rounds", "1"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert "600/600 records identical, 0 mismatches" in done.stdout, done.stdout
+        assert "columnar path: 600 records (100.0%)" in done.stdout, done.stdout
+        table = [line.split() for line in done.stdout.splitlines() if line.endswith("x")]  # the figures
+        rows = [row for row in table if row[0] in ("decode_records", "columnar")]
+        assert len(rows) == 2 and all(float(row[1].replace(",", "")) > 0 for row in rows), done.stdout
