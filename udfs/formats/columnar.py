@@ -428,6 +428,79 @@ def tick(label: str) -> None:
     _last_tick[0], _last_tick[1] = now, label
 
 
+# ----------------------------------------------------------------------------- a format's batch
+
+
+def flags(arr: pa.Array) -> np.ndarray:
+    """A boolean Arrow array as numpy, null as false."""
+    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def per_record(field: tuple[Any, ...], n: int) -> pa.Array:
+    """A field's canonical text for every record (null: absent, null or a container),
+    from its :func:`field_values` entry."""
+    have, _, _, text = field
+    if not len(have):
+        return pa.nulls(n, pa.string())
+    at = np.full(n, -1, dtype=np.int32)
+    at[have] = np.arange(len(have), dtype=np.int32)
+    return text.take(pa.array(at, mask=at < 0))
+
+
+def opener_per_record(field: tuple[Any, ...], n: int) -> np.ndarray:
+    """The token opening a field's object or array value, per record (-1: none)."""
+    have, v, _, _ = field
+    out = np.full(n, -1, dtype=np.int64)
+    out[have] = v["opener"]
+    return out
+
+
+def plain_digits(text: pa.Array) -> np.ndarray:
+    """Texts of plain ASCII digits (what ``str.isdigit`` and ``int`` agree on: no sign, no
+    space, no other script's digits)."""
+    return flags(pc.match_substring_regex(text, r"^[0-9]+$"))
+
+
+def seq_part(digits: pa.Array) -> pa.Array:
+    """``str(int(text)).zfill(20)`` of plain digit texts: one part of ``seq_of``."""
+    trimmed = pc.utf8_ltrim(digits, "0")
+    trimmed = pc.if_else(pc.equal(trimmed, ""), "0", trimmed)
+    return pc.utf8_lpad(trimmed, 20, "0")
+
+
+def open_batch(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's bytes, offsets, each text's first non-blank byte, and which texts
+    are not one valid JSON value (msgspec, one call)."""
+    b, off = buffers(texts)
+    first = skip_ws(b, off[:-1], off[1:])
+    return b, off, first, ~validate(b, off, first)
+
+
+def on_valid_only(
+    texts: pa.StringArray,
+    invalid: np.ndarray,
+    fast: Callable[[pa.StringArray], tuple[np.ndarray, pa.Array]],
+    stats: dict[str, Any],
+) -> tuple[np.ndarray, pa.Array]:
+    """``fast`` over the valid texts alone (quotes pair up within a valid text only):
+    which records it decoded among all, their results; the invalid ones are counted."""
+    keep = np.flatnonzero(~invalid)
+    ok_sub, res = fast(texts.take(pa.array(keep)))
+    ok = np.zeros(len(texts), dtype=bool)
+    ok[keep[ok_sub]] = True
+    stats["invalid_json"] = int(invalid.sum())  # (the call on the valid ones counted none)
+    return ok, res
+
+
+def object_tokens(b: np.ndarray, off: np.ndarray, first: np.ndarray, fb: np.ndarray) -> tuple[Tokens, np.ndarray]:
+    """The tokens of a batch of valid texts, and each record's top-level opener; a text
+    that is not an object, or holds a number past Python's integer limit, is flagged."""
+    fb |= b[first] != ord("{")
+    tok = Tokens(b, off)
+    fb[long_numbers(tok)] = True
+    return tok, np.minimum(np.searchsorted(tok.spos, first), len(tok.spos) - 1)
+
+
 # ----------------------------------------------------------------------------- batch
 
 
@@ -565,9 +638,10 @@ class Images:
         own = over_at[~in_base]
         self._parts.append((own, self.rec[own], side, 1, own))
 
-    def build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array, np.ndarray, list[str]]:
-        """(source entry, record, side) of every image entry in image order, and the
-        lower-cased names with their codes and dictionary."""
+    def build(self, etext: pa.Array, eesc: pa.Array) -> dict[str, Any]:
+        """The images' entries in image order, as :func:`assemble` takes them (``erec``,
+        ``side``, ``lnames``, ``lcode``, ``ldict``, ``etext``, ``eesc`` taken from the
+        entries' canonical and escaped texts, every value provided, no types)."""
         parts = self._parts or [(np.zeros(0, dtype=np.int64),) * 2 + (0, 0, np.zeros(0, dtype=np.int64))]
         src = np.concatenate([p[0] for p in parts]).astype(np.int64)
         rec = np.concatenate([p[1] for p in parts]).astype(np.int64)
@@ -585,7 +659,19 @@ class Images:
         srt = np.sort(img)
         dups = srt[1:][srt[1:] == srt[:-1]]
         self.fb[np.unique(dups // nl // 2)] = True
-        return src, rec, side, lnames, lcode, ldict
+        take = pa.array(src, type=pa.int64())
+        return {
+            "erec": rec,
+            "side": side,
+            "prov": np.ones(len(src), dtype=bool),
+            "lnames": lnames,
+            "lcode": lcode,
+            "ldict": ldict,
+            "etext": etext.take(take),
+            "eesc": eesc.take(take),
+            "etype": np.zeros(len(src), dtype=np.int32),
+            "types": [None],
+        }
 
 
 def key_positions(key_lists: list[list[str]], ldict: list[str], which: np.ndarray, lcode: np.ndarray) -> np.ndarray:

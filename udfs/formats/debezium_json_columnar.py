@@ -80,7 +80,8 @@ from udfs.formats.columnar import (
     field_values,
     gather,
     key_sides,
-    long_numbers,
+    object_tokens,
+    on_valid_only,
     patch,
     resolve_tables,
     skip_ws,
@@ -529,23 +530,12 @@ def _fast(
     fb = ~validate(b, off, first)
     tick("tokens")
     _fast_stats["invalid_json"] = int(fb.sum())
-    if fb.any():  # tokenize the valid records only (quotes pair up within a valid text)
-        keep = np.flatnonzero(~fb)
-        ok_sub, res = _fast(
-            texts.take(pa.array(keep)), options, tables, None if keys is None else keys.take(pa.array(keep))
-        )
-        ok = np.zeros(n, dtype=bool)
-        ok[keep[ok_sub]] = True
-        _fast_stats["invalid_json"] = n - len(keep)  # (the call on the valid ones counted none)
-        return ok, res
-    # every record an object
-    fb |= b[first] != ord("{")
-    tok = Tokens(b, off)
-    fb[long_numbers(tok)] = True
+    if fb.any():
+        valid_keys = None if keys is None else keys.take(pa.array(np.flatnonzero(~fb)))
+        return on_valid_only(texts, fb, lambda valid: _fast(valid, options, tables, valid_keys), _fast_stats)
+    tok, top_open = object_tokens(b, off, first, fb)
     tick("toplevel")
     role = np.zeros(len(tok.spos), dtype=np.int8)
-    top_open = np.searchsorted(tok.spos, first)
-    top_open = np.minimum(top_open, len(tok.spos) - 1)
     role[top_open[~fb]] = R_TOP
     colons = tok.colons
     crec = tok.crec

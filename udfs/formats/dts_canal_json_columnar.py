@@ -51,18 +51,23 @@ from udfs.formats.columnar import (
     Images,
     Tokens,
     assemble,
-    buffers,
     cat,
     decode_columnar,
     field_values,
+    flags,
     gather,
     key_positions,
     key_sides,
-    long_numbers,
+    object_tokens,
+    on_valid_only,
+    open_batch,
+    opener_per_record,
+    per_record,
+    plain_digits,
     resolve_tables,
+    seq_part,
     skip_ws,
     slots,
-    validate,
 )
 from udfs.formats.dts_canal_json import MAX_MS, OPS, DtsCanalJsonDecoder, _binary_text
 
@@ -91,35 +96,13 @@ def decode_canal_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Arr
     )
 
 
-def _mask(arr: pa.Array) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _per_record(field: tuple[Any, ...], n: int) -> pa.Array:
-    """A field's canonical text for every record (null: absent or null)."""
-    have, _, _, text = field
-    if not len(have):
-        return pa.nulls(n, pa.string())
-    at = np.full(n, -1, dtype=np.int32)
-    at[have] = np.arange(len(have), dtype=np.int32)
-    return text.take(pa.array(at, mask=at < 0))
-
-
-def _opener_per_record(field: tuple[Any, ...], n: int) -> np.ndarray:
-    """The opener token of a field's object or array value per record (-1: none)."""
-    have, v, _, _ = field
-    out = np.full(n, -1, dtype=np.int64)
-    out[have] = v["opener"]
-    return out
-
-
 def _int_text(kind: np.ndarray, text: pa.Array, fb: np.ndarray, required: bool, limit: int | None) -> pa.Array:
     """A position field as the decoder's ``_int`` reads it (plain ASCII digits as a text or
     a non-negative number), as the text of ``int(value)``; anything else flags ``fb``."""
     fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_STR) & (kind != K_INT)
     if required:
         fb |= (kind == K_ABSENT) | (kind == K_NULL)
-    digits = _mask(pc.match_substring_regex(text, r"^[0-9]+$"))
+    digits = plain_digits(text)
     fb |= ((kind == K_STR) | (kind == K_INT)) & ~digits
     trimmed = pc.utf8_ltrim(text, "0")
     trimmed = pc.if_else(pc.equal(trimmed, ""), "0", trimmed)
@@ -131,10 +114,6 @@ def _int_text(kind: np.ndarray, text: pa.Array, fb: np.ndarray, required: bool, 
             small = pc.if_else(pa.array(ok), trimmed, "0").cast(pa.int64()).to_numpy(zero_copy_only=False)
             fb |= ok & (small > limit)
     return pc.if_else(pa.array(digits), trimmed, pa.nulls(len(text), pa.string()))
-
-
-def _pad(text: pa.Array) -> pa.Array:
-    return pc.utf8_lpad(text, 20, "0")
 
 
 def _types_of_pair(sql_text: str | None, mysql_text: str | None) -> tuple[dict[str, str], bool]:
@@ -154,28 +133,17 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     _stats.clear()
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
-    b, off = buffers(texts)
-    first = skip_ws(b, off[:-1], off[1:])
-    fb = ~validate(b, off, first)
-    _stats["invalid_json"] = int(fb.sum())
-    if fb.any():  # tokenize the valid records only (quotes pair up within a valid text)
-        keep = np.flatnonzero(~fb)
-        ok_sub, res = _fast(texts.take(pa.array(keep)), decoder, tables)
-        ok = np.zeros(n, dtype=bool)
-        ok[keep[ok_sub]] = True
-        _stats["invalid_json"] = n - len(keep)  # (the call on the valid ones counted none)
-        return ok, res
-    fb |= b[first] != ord("{")
-    tok = Tokens(b, off)
-    fb[long_numbers(tok)] = True
+    b, off, first, fb = open_batch(texts)
+    if fb.any():
+        return on_valid_only(texts, fb, lambda valid: _fast(valid, decoder, tables), _stats)
+    tok, top_open = object_tokens(b, off, first, fb)
     role = np.zeros(len(tok.spos), dtype=np.int8)
-    top_open = np.minimum(np.searchsorted(tok.spos, first), len(tok.spos) - 1)
     role[top_open[~fb]] = R_TOP
     colons, crec = tok.colons, tok.crec
     m = role[tok.parent] == R_TOP
     top = field_values(tok, slots(tok, colons[m], crec[m], TOP_KEYS, n, fb), TOP_KEYS, n)
     kinds = {name: top[name][2] for name in TOP_KEYS}
-    texts_of = {name: _per_record(top[name], n) for name in ("database", "table", "type", "es", "ts", "id")}
+    texts_of = {name: per_record(top[name], n) for name in ("database", "table", "type", "es", "ts", "id")}
 
     # names: text or absent; the include filters and DDL go to the decoder (a skip)
     for name in ("database", "table"):
@@ -197,7 +165,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     code = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     op_code = np.array([*op_of, -1], dtype=np.int64)[code]
     fb |= op_code < 0
-    fb |= ~_mask(pc.greater(pc.binary_length(texts_of["table"]), 0))
+    fb |= ~flags(pc.greater(pc.binary_length(texts_of["table"]), 0))
     # positions and times
     es = _int_text(kinds["es"], texts_of["es"], fb, required=True, limit=MAX_MS)
     canal_id = _int_text(kinds["id"], texts_of["id"], fb, required=True, limit=None)
@@ -212,7 +180,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     for name in ("sqlType", "mysqlType"):
         kind = kinds[name]
         fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_OBJ)
-        opener = _opener_per_record(top[name], n)
+        opener = opener_per_record(top[name], n)
         at = np.flatnonzero((opener >= 0) & (kind == K_OBJ))
         full = np.full(n, -1, dtype=np.int32)
         full[at] = np.arange(len(at), dtype=np.int32)
@@ -235,7 +203,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     # --- pkNames: each distinct array text read once (a list of names, else quarantined)
     kind = kinds["pkNames"]
     fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_ARR)
-    opener = _opener_per_record(top["pkNames"], n)
+    opener = opener_per_record(top["pkNames"], n)
     at = np.flatnonzero((opener >= 0) & (kind == K_ARR))
     pk_lists: list[list[str]] = []
     pk_id = np.full(n, -1, dtype=np.int64)
@@ -257,7 +225,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     for name in ("data", "old"):
         kind = kinds[name]
         fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_ARR)
-        arrays[name] = _opener_per_record(top[name], n)
+        arrays[name] = opener_per_record(top[name], n)
         arrays[name][kind != K_ARR] = -1
     is_upd = op_code == 2
     moved = (op_code == 3) & (arrays["data"] < 0)
@@ -292,7 +260,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     ns, ne = tok.key_spans(ecol)
     ufb[eunit[tok.key_has_bs(ns, ne)]] = True
     raw_names = gather(b, ns, ne)
-    ufb[eunit[~_mask(pc.string_is_ascii(raw_names))]] = True
+    ufb[eunit[~flags(pc.string_is_ascii(raw_names))]] = True
     ev = tok.values(ecol)
     ufb[eunit[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
     etext, eesc, n_bs = tok.texts(ev, need_esc=True)
@@ -315,7 +283,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     epair = pair_id[urec[eunit]] if len(eunit) else np.zeros(0, dtype=np.int64)
     ufb[eunit[declares[epair] & ~declared[epair, rcode]]] = True
     # binary columns: Canal's one character per byte, as base64
-    is_bin = binary[epair, rcode] & ~_mask(etext.is_null())
+    is_bin = binary[epair, rcode] & ~flags(etext.is_null())
     if is_bin.any():
         where = np.flatnonzero(is_bin)
         b64 = pa.array([_binary_text(v) for v in etext.take(pa.array(where)).to_pylist()], pa.string())
@@ -331,7 +299,8 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     images.add(d_at[(u_ins | u_upd)[eunit[d_at]]], 1)
     images.add(d_at[u_del[eunit[d_at]]], 0)
     images.overlay(d_at[u_upd[eunit[d_at]]], o_at[u_upd[eunit[o_at]]], over_obj=1, base_obj=0, side=0)
-    src, p_unit, p_side, lnames, lcode, ldict = images.build()
+    entries = images.build(etext, eesc)
+    p_unit, p_side = entries["erec"], entries["side"]
     present_before = u_del | (u_upd & has_old)
     present_after = u_ins | u_upd
 
@@ -359,16 +328,13 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     nkeys = np.array([len(k) for k in key_lists], dtype=np.int64)[which]
     fb |= nkeys == 0
     ufb |= fb[urec]
-    ekeypos = key_positions(key_lists, ldict, which[urec[p_unit]], lcode)
-    e_text = etext.take(pa.array(src, type=pa.int64()))
-    e_esc = eesc.take(pa.array(src, type=pa.int64()))
-    prov = np.ones(len(src), dtype=bool)
+    ekeypos = key_positions(key_lists, entries["ldict"], which[urec[p_unit]], entries["lcode"])
     key_side = key_sides(
         erec=p_unit,
         side=p_side,
-        prov=prov,
+        prov=entries["prov"],
         ekeypos=ekeypos,
-        etext=e_text,
+        etext=entries["etext"],
         nkeys=nkeys[urec],
         present_before=present_before,
         present_after=present_after,
@@ -386,9 +352,9 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     row = pa.array(d_row.astype(np.int64)).cast(pa.string())
     uid, ues = canal_id.take(pa.array(urec)), es.take(pa.array(urec))
     if decoder._order == "id":
-        seq = cat(_pad(uid), ".", _pad(ues), ".", _pad(row))
+        seq = cat(seq_part(uid), ".", seq_part(ues), ".", seq_part(row))
     else:
-        seq = cat(_pad(ues), ".", _pad(uid), ".", _pad(row))
+        seq = cat(seq_part(ues), ".", seq_part(uid), ".", seq_part(row))
     # col_types: the message's types, names lower-cased (the last type of a name wins, at its first place)
     ct_keys, ct_vals, ct_off = [], [], [0]
     for types in pair_types:
@@ -407,17 +373,8 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     if decoder._table:
         extras.append(("event_table", texts_of["table"].take(pa.array(urec)), None))
     keep, result = assemble(
+        **entries,
         fb=ufb,
-        erec=p_unit,
-        side=p_side,
-        prov=prov,
-        lnames=lnames,
-        lcode=lcode,
-        ldict=ldict,
-        etext=e_text,
-        eesc=e_esc,
-        etype=np.zeros(len(src), dtype=np.int32),
-        types=[None],
         ekeypos=ekeypos,
         present_before=present_before,
         present_after=present_after,

@@ -41,20 +41,22 @@ from udfs.formats.columnar import (
     K_OBJ,
     K_STR,
     Images,
-    Tokens,
     assemble,
-    buffers,
     cat,
     decode_columnar,
     field_values,
+    flags,
     gather,
     key_positions,
     key_sides,
-    long_numbers,
+    object_tokens,
+    on_valid_only,
+    open_batch,
+    per_record,
+    plain_digits,
     resolve_tables,
-    skip_ws,
+    seq_part,
     slots,
-    validate,
 )
 from udfs.formats.dts_shareplex_json import _EXTRAS, OPS, DtsShareplexJsonDecoder, _parse_time_text
 
@@ -82,32 +84,6 @@ def decode_shareplex_columnar(options_json: str, texts: pa.Array, kafka_keys: pa
     )
 
 
-def _mask(arr: pa.Array) -> np.ndarray:
-    return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _per_record(field: tuple[Any, ...], n: int) -> pa.Array:
-    """A field's canonical text for every record (null: absent or null)."""
-    have, _, _, text = field
-    if not len(have):
-        return pa.nulls(n, pa.string())
-    at = np.full(n, -1, dtype=np.int32)
-    at[have] = np.arange(len(have), dtype=np.int32)
-    return text.take(pa.array(at, mask=at < 0))
-
-
-def _digits(text: pa.Array) -> np.ndarray:
-    """Plain ASCII digits (what ``str.isdigit`` and ``int`` agree on, no sign, no space)."""
-    return _mask(pc.match_substring_regex(text, r"^[0-9]+$"))
-
-
-def _pad(text: pa.Array) -> pa.Array:
-    """``str(int(text)).zfill(20)`` of ASCII digit texts (``seq_of``'s width)."""
-    trimmed = pc.utf8_ltrim(text, "0")
-    trimmed = pc.if_else(pc.equal(trimmed, ""), "0", trimmed)
-    return pc.utf8_lpad(trimmed, 20, "0")
-
-
 def _fast(
     texts: pa.StringArray, options: dict[str, Any], tables: dict[str, Any], keys: pa.Array | None = None
 ) -> tuple[np.ndarray, pa.Array]:
@@ -116,22 +92,11 @@ def _fast(
     _stats.clear()
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
-    b, off = buffers(texts)
-    first = skip_ws(b, off[:-1], off[1:])
-    fb = ~validate(b, off, first)
-    _stats["invalid_json"] = int(fb.sum())
-    if fb.any():  # tokenize the valid records only (quotes pair up within a valid text)
-        keep = np.flatnonzero(~fb)
-        ok_sub, res = _fast(texts.take(pa.array(keep)), options, tables)
-        ok = np.zeros(n, dtype=bool)
-        ok[keep[ok_sub]] = True
-        _stats["invalid_json"] = n - len(keep)  # (the call on the valid ones counted none)
-        return ok, res
-    fb |= b[first] != ord("{")
-    tok = Tokens(b, off)
-    fb[long_numbers(tok)] = True
+    b, off, first, fb = open_batch(texts)
+    if fb.any():
+        return on_valid_only(texts, fb, lambda valid: _fast(valid, options, tables), _stats)
+    tok, top_open = object_tokens(b, off, first, fb)
     role = np.zeros(len(tok.spos), dtype=np.int8)
-    top_open = np.minimum(np.searchsorted(tok.spos, first), len(tok.spos) - 1)
     role[top_open[~fb]] = R_TOP
     colons, crec = tok.colons, tok.crec
 
@@ -152,7 +117,7 @@ def _fast(
     m = role[tok.parent] == R_META
     meta = field_values(tok, slots(tok, colons[m], crec[m], META_KEYS, n, fb), META_KEYS, n)
     kinds = {name: meta[name][2] for name in META_KEYS}
-    texts_of = {name: _per_record(meta[name], n) for name in META_KEYS}
+    texts_of = {name: per_record(meta[name], n) for name in META_KEYS}
     for name in META_KEYS:  # a nested value in meta: its text would be compact JSON
         fb |= (kinds[name] == K_OBJ) | (kinds[name] == K_ARR)
 
@@ -218,7 +183,7 @@ def _fast(
     def number(name: str) -> pa.Array:
         kind, text = kinds[name], texts_of[name]
         fb[(kind != K_ABSENT) & (kind != K_NULL) & (kind != K_STR) & (kind != K_INT)] = True
-        fb[((kind == K_STR) | (kind == K_INT)) & ~_digits(text)] = True
+        fb[((kind == K_STR) | (kind == K_INT)) & ~plain_digits(text)] = True
         return text
 
     scn, op_seq = number("scn"), number("seq")
@@ -226,17 +191,17 @@ def _fast(
     kind = kinds["idx"]
     fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_STR)
     idx_parts = pc.extract_regex(texts_of["idx"], r"^(?P<seq>[0-9]+)/(?P<size>[0-9]+)$")
-    fb |= (kind == K_STR) & ~_mask(idx_parts.is_valid())
+    fb |= (kind == K_STR) & ~flags(idx_parts.is_valid())
     op_seq = pc.coalesce(op_seq, pc.struct_field(idx_parts, [0]), pa.scalar("0"))
     kind, trans = kinds["trans"], texts_of["trans"]
     fb |= (kind != K_ABSENT) & (kind != K_NULL) & (kind != K_STR) & (kind != K_INT) & (kind != K_FRAC)
     t_parts = pc.extract_regex(trans, r"^(?P<a>[0-9]+)(?:\.(?P<b>[0-9]+))?(?:\.(?P<c>[0-9]+))?$")
-    fb |= trans.is_valid().to_numpy(zero_copy_only=False) & ~_mask(t_parts.is_valid())
+    fb |= trans.is_valid().to_numpy(zero_copy_only=False) & ~flags(t_parts.is_valid())
     t_pad = []
     for i in range(3):  # a missing part is 0; the regex gives "" for an unmatched group
         part = pc.struct_field(t_parts, [i])
-        t_pad.append(_pad(pc.if_else(pc.equal(pc.fill_null(part, ""), ""), "0", part)))
-    seq = cat(_pad(scn), ".", t_pad[0], ".", t_pad[1], ".", t_pad[2], ".", _pad(op_seq))
+        t_pad.append(seq_part(pc.if_else(pc.equal(pc.fill_null(part, ""), ""), "0", part)))
+    seq = cat(seq_part(scn), ".", t_pad[0], ".", t_pad[1], ".", t_pad[2], ".", seq_part(op_seq))
     seq = pc.if_else(scn.is_null(), pa.nulls(n, pa.string()), seq)
 
     # --- tables: id, configured key
@@ -257,7 +222,7 @@ def _fast(
     ns, ne = tok.key_spans(ecol)
     fb[erec[tok.key_has_bs(ns, ne)]] = True
     raw_names = gather(b, ns, ne)
-    fb[erec[~_mask(pc.string_is_ascii(raw_names))]] = True
+    fb[erec[~flags(pc.string_is_ascii(raw_names))]] = True
     ev = tok.values(ecol)
     fb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
     etext, eesc, n_bs = tok.texts(ev, need_esc=True)
@@ -278,21 +243,19 @@ def _fast(
     images.add(key_at[is_del[erec[key_at]] & ~has_data[erec[key_at]]], 0)
     images.add(key_at[is_upd[erec[key_at]]], 0)
     images.overlay(key_at[is_upd[erec[key_at]]], data_at[is_upd[erec[data_at]]], over_obj=1, base_obj=0, side=1)
-    src, p_rec, p_side, lnames, lcode, ldict = images.build()
+    entries = images.build(etext, eesc)
+    p_rec, p_side = entries["erec"], entries["side"]
     present_before = (is_del & (has_data | has_key)) | (is_upd & has_key)
     present_after = (is_ins | is_upd) & has_data
 
     # --- keys: the configured key columns, read from the images
-    ekeypos = key_positions(tid_keys, ldict, inv[p_rec], lcode)
-    e_text = etext.take(pa.array(src, type=pa.int64()))
-    e_esc = eesc.take(pa.array(src, type=pa.int64()))
-    prov = np.ones(len(src), dtype=bool)
+    ekeypos = key_positions(tid_keys, entries["ldict"], inv[p_rec], entries["lcode"])
     key_side = key_sides(
         erec=p_rec,
         side=p_side,
-        prov=prov,
+        prov=entries["prov"],
         ekeypos=ekeypos,
-        etext=e_text,
+        etext=entries["etext"],
         nkeys=np.array([len(k) for k in tid_keys], dtype=np.int64)[inv],
         present_before=present_before,
         present_after=present_after,
@@ -308,17 +271,8 @@ def _fast(
     owner_arr = pa.DictionaryArray.from_arrays(pa.array(tcode.astype(np.int32)), pa.array(owners, pa.string()))
     table_arr = pa.DictionaryArray.from_arrays(pa.array(tcode.astype(np.int32)), pa.array(names, pa.string()))
     return assemble(
+        **entries,
         fb=fb,
-        erec=p_rec,
-        side=p_side,
-        prov=prov,
-        lnames=lnames,
-        lcode=lcode,
-        ldict=ldict,
-        etext=e_text,
-        eesc=e_esc,
-        etype=np.zeros(len(src), dtype=np.int32),
-        types=[None],
         ekeypos=ekeypos,
         present_before=present_before,
         present_after=present_after,

@@ -17,9 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from formats import columnar_checks
 
-from udfs.decode import decode_records
-from udfs.formats import columnar
 from udfs.formats import debezium_json_columnar as col
 
 CORPORA = Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
@@ -38,16 +37,7 @@ def _opts(tables: dict[str, Any] | None = None, **options: Any) -> str:
 
 
 def compare(opts: str, texts: list[str | None], keys: list[str | None] | None = None) -> tuple[int, int]:
-    """Assert both decoders agree on every record; returns (records, fallbacks)."""
-    ref = pa.array(decode_records(opts, texts, keys), type=col.DECODE_TYPE)
-    got = col.decode_debezium_columnar(
-        opts, pa.array(texts, pa.string()), None if keys is None else pa.array(keys, pa.string())
-    )
-    assert "columnar_error" not in col.LAST_STATS, col.LAST_STATS["columnar_error"]
-    bad = [i for i in range(len(texts)) if not ref[i].equals(got[i])]
-    detail = [(texts[i], ref[i].as_py(), got[i].as_py()) for i in bad[:3]]
-    assert not bad, f"{len(bad)} of {len(texts)} differ, first: {detail}"
-    return len(texts), col.LAST_STATS.get("fallback", 0)
+    return columnar_checks.compare(col, col.decode_debezium_columnar, opts, texts, keys)
 
 
 def _corpus_texts() -> list[str]:
@@ -490,44 +480,8 @@ def test_schema_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_unit_test_batches_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``decode_records`` call the Debezium unit tests make, decoded both ways."""
-    import importlib
-
-    mod = importlib.import_module("formats.test_debezium_json")
-    seen: list[int] = []
-
-    def checking(options_json: str, texts: Any, kafka_keys: Any = None, *rest: Any) -> Any:
-        out = decode_records(options_json, texts, kafka_keys, *rest)
-        if json.loads(options_json).get("format") == "debezium_json" and not rest:
-            compare(options_json, list(texts), None if kafka_keys is None else list(kafka_keys))
-            seen.append(len(texts))
-        return out
-
-    monkeypatch.setattr(mod, "decode_records", checking)
-    ran = 0
-    for name in dir(mod):
-        fn = getattr(mod, name)
-        if not name.startswith("test_") or not callable(fn):
-            continue
-        marks = getattr(fn, "pytestmark", [])
-        params = [m for m in marks if m.name == "parametrize"]
-        if not params:
-            if fn.__code__.co_argcount == 0:
-                fn()
-                ran += 1
-            continue
-        if len(params) != 1:
-            continue
-        argnames, values = params[0].args[0], params[0].args[1]
-        names = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
-        for v in values:
-            v = v.values if hasattr(v, "values") else v
-            args = v if len(names) > 1 else (v,)
-            try:
-                fn(*args)
-            except TypeError:
-                break
-            ran += 1
-    assert ran > 10 and seen, (ran, seen)
+    seen = columnar_checks.replay_unit_tests(monkeypatch, "formats.test_debezium_json", ("debezium_json",), compare)
+    assert seen
 
 
 def test_bad_options_and_other_formats_fall_back() -> None:
@@ -592,21 +546,6 @@ def test_random_values_and_spellings_agree() -> None:
 def test_internal_error_falls_back_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A bug in the columnar path costs speed, not rows: the batch is decoded record by
-    record, identical to ``decode_records``, and the worker says so once."""
-    texts = _corpus_texts()[:20]
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise IndexError("boom")
-
-    monkeypatch.setattr(col, "_fast", broken)
-    monkeypatch.setattr(columnar, "_WARNED", set())
-    ref = pa.array(decode_records(_opts(), texts), type=col.DECODE_TYPE)
-    with caplog.at_level("WARNING", logger=columnar.__name__):
-        got = col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
-        col.decode_debezium_columnar(_opts(), pa.array(texts, pa.string()))
-    assert got.equals(ref)
-    assert col.LAST_STATS["columnar_error"] == "IndexError: boom"
-    assert col.LAST_STATS["fallback"] == len(texts)
-    warnings = [r for r in caplog.records if "columnar debezium_json decoder failed" in r.getMessage()]
-    assert len(warnings) == 1
+    columnar_checks.check_internal_error_falls_back(
+        monkeypatch, caplog, col, col.decode_debezium_columnar, _opts(), _corpus_texts()[:20], "debezium_json"
+    )

@@ -16,11 +16,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from formats import columnar_checks
+from formats.columnar_checks import json_spellings
 
-from udfs.decode import decode_records
-from udfs.formats import columnar
 from udfs.formats import dts_canal_json_columnar as col
 from udfs.spark_udfs import columnar_feed
 
@@ -36,14 +35,7 @@ def _opts(fmt: str = "dts_canal_json", tables: dict[str, Any] | None = None, **o
 
 
 def compare(opts: str, texts: list[str | None]) -> tuple[int, int]:
-    """Assert both decoders agree on every record; returns (records, fallbacks)."""
-    ref = pa.array(decode_records(opts, texts), type=col.DECODE_TYPE)
-    got = col.decode_canal_columnar(opts, pa.array(texts, pa.string()))
-    assert "columnar_error" not in col.LAST_STATS, col.LAST_STATS["columnar_error"]
-    bad = [i for i in range(len(texts)) if not ref[i].equals(got[i])]
-    detail = [(texts[i], ref[i].as_py(), got[i].as_py()) for i in bad[:3]]
-    assert not bad, f"{len(bad)} of {len(texts)} differ, first: {detail}"
-    return len(texts), col.LAST_STATS.get("fallback", 0)
+    return columnar_checks.compare(col, col.decode_canal_columnar, opts, texts)
 
 
 def _corpus_texts() -> list[str]:
@@ -198,20 +190,7 @@ def _cases() -> list[Any]:
 
 
 def _texts(cases: list[Any], rng: random.Random) -> list[str | None]:
-    out: list[str | None] = [None, "null", " null ", "   ", "{", "[]", "5"]
-    for c in cases:
-        if isinstance(c, str):
-            out.append(c)
-            continue
-        out.append(
-            json.dumps(
-                c,
-                ensure_ascii=rng.random() < 0.4,
-                indent=rng.choice([None, None, 2]),
-                separators=rng.choice([(",", ":"), (", ", ": ")]),
-            )
-        )
-    return out
+    return json_spellings(["{", "[]", "5", *cases], rng)
 
 
 def test_every_branch_agrees() -> None:
@@ -258,44 +237,10 @@ def test_workload_agrees(tmp_path: Path) -> None:
 
 def test_unit_test_batches_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every ``decode_records`` call the Canal unit tests make, decoded both ways."""
-    import importlib
-
-    mod = importlib.import_module("formats.test_dts_canal_json")
-    seen: list[int] = []
-
-    def checking(options_json: str, texts: Any, kafka_keys: Any = None, *rest: Any) -> Any:
-        out = decode_records(options_json, texts, kafka_keys, *rest)
-        if json.loads(options_json).get("format") in ("dts_canal_json", "canal_json") and not rest:
-            compare(options_json, list(texts))
-            seen.append(len(texts))
-        return out
-
-    monkeypatch.setattr(mod, "decode_records", checking)
-    ran = 0
-    for name in dir(mod):
-        fn = getattr(mod, name)
-        if not name.startswith("test_") or not callable(fn):
-            continue
-        marks = getattr(fn, "pytestmark", [])
-        params = [m for m in marks if m.name == "parametrize"]
-        if not params:
-            if fn.__code__.co_argcount == 0:
-                fn()
-                ran += 1
-            continue
-        if len(params) != 1:
-            continue
-        argnames, values = params[0].args[0], params[0].args[1]
-        names = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
-        for v in values:
-            v = v.values if hasattr(v, "values") else v
-            args = v if len(names) > 1 else (v,)
-            try:
-                fn(*args)
-            except TypeError:
-                break
-            ran += 1
-    assert ran > 10 and len(seen) > 5, (ran, seen)
+    seen = columnar_checks.replay_unit_tests(
+        monkeypatch, "formats.test_dts_canal_json", ("dts_canal_json", "canal_json"), lambda o, t, k: compare(o, t)
+    )
+    assert len(seen) > 5, seen
 
 
 CHARS = ["a", "Z", "é", "😀", "\uffff", ",", ":", '"', "\\", "\n", "\x00", "\x1f", "\u2028", " ", "/", ".", "_"]
@@ -350,42 +295,18 @@ def test_empty_batch_and_options() -> None:
 def test_internal_error_falls_back_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A bug in the columnar path costs speed, not rows, and the worker says so once."""
     texts = [json.dumps(msg("INSERT", data=[{"id": str(i)}])) for i in range(20)]
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise IndexError("boom")
-
-    monkeypatch.setattr(col, "_fast", broken)
-    monkeypatch.setattr(columnar, "_WARNED", set())
-    ref = pa.array(decode_records(_opts(), texts), type=col.DECODE_TYPE)
-    with caplog.at_level("WARNING", logger=columnar.__name__):
-        got = col.decode_canal_columnar(_opts(), pa.array(texts, pa.string()))
-        col.decode_canal_columnar(_opts(), pa.array(texts, pa.string()))
-    assert got.equals(ref)
-    assert col.LAST_STATS["columnar_error"] == "IndexError: boom"
-    warnings = [r for r in caplog.records if "columnar dts_canal_json decoder failed" in r.getMessage()]
-    assert len(warnings) == 1
+    columnar_checks.check_internal_error_falls_back(
+        monkeypatch, caplog, col, col.decode_canal_columnar, _opts(), texts, "dts_canal_json"
+    )
 
 
 def test_spark_udf_columnar_true_and_false_agree(spark) -> None:
-    """The registered ``cdc_decode`` in Spark SQL, the same records with both options,
-    several Arrow batches and partitions: the same results, valid and malformed alike."""
+    """``cdc_decode`` in Spark SQL: the same results with ``columnar`` true and false,
+    valid and malformed records alike."""
     texts = _texts(_cases(), random.Random(7)) * 3
-    on, off = _opts(), _opts(columnar=False)
-    rows = [(i, o, t) for i, t in enumerate(texts) for o in (on, off)]
-    spark.createDataFrame(rows, "i int, options string, text string").createOrReplaceTempView("canal_columnar_in")
-    result = spark.sql(
-        "select i, options, to_json(cdc_decode(options, text, cast(null as string), 'f', cast(null as array<string>)))"
-        " as r from (select * from canal_columnar_in distribute by options, i % 3)"
-    ).collect()
-    by_opts: dict[str, dict[int, str]] = {on: {}, off: {}}
-    for row in result:
-        by_opts[row["options"]][row["i"]] = row["r"]
-    assert len(by_opts[on]) == len(by_opts[off]) == len(texts)
-    differ = [i for i in range(len(texts)) if by_opts[on][i] != by_opts[off][i]]
-    assert not differ, [(texts[i], by_opts[on][i], by_opts[off][i]) for i in differ[:2]]
-    statuses = {json.loads(r)["status"] for r in by_opts[on].values()}
+    on = columnar_checks.spark_on_and_off(spark, texts, _opts(), _opts(columnar=False), "canal_columnar_in")
+    statuses = {json.loads(r)["status"] for r in on.values()}
     assert statuses == {"ok", "skipped", "quarantined"}, statuses
 
 

@@ -13,12 +13,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from formats import columnar_checks
+from formats.columnar_checks import json_spellings
 from formats.test_dts_shareplex_json import SPEC_DELETE, SPEC_INSERT, SPEC_UPDATE
 
-from udfs.decode import decode_records
-from udfs.formats import columnar
 from udfs.formats import dts_shareplex_json_columnar as col
 from udfs.spark_udfs import columnar_feed
 
@@ -39,14 +38,7 @@ def _opts(tables: dict[str, Any] | None = None, **options: Any) -> str:
 
 
 def compare(opts: str, texts: list[str | None]) -> tuple[int, int]:
-    """Assert both decoders agree on every record; returns (records, fallbacks)."""
-    ref = pa.array(decode_records(opts, texts), type=col.DECODE_TYPE)
-    got = col.decode_shareplex_columnar(opts, pa.array(texts, pa.string()))
-    assert "columnar_error" not in col.LAST_STATS, col.LAST_STATS["columnar_error"]
-    bad = [i for i in range(len(texts)) if not ref[i].equals(got[i])]
-    detail = [(texts[i], ref[i].as_py(), got[i].as_py()) for i in bad[:3]]
-    assert not bad, f"{len(bad)} of {len(texts)} differ, first: {detail}"
-    return len(texts), col.LAST_STATS.get("fallback", 0)
+    return columnar_checks.compare(col, col.decode_shareplex_columnar, opts, texts)
 
 
 def msg(op: Any = "ins", data: Any = None, key: Any = None, drop: tuple[str, ...] = (), **meta: Any) -> dict:
@@ -155,23 +147,6 @@ def _cases() -> list[Any]:
     return cases
 
 
-def _texts(cases: list[Any], rng: random.Random) -> list[str | None]:
-    out: list[str | None] = [None, "null", " null ", "   "]
-    for c in cases:
-        if isinstance(c, str):
-            out.append(c)
-            continue
-        out.append(
-            json.dumps(
-                c,
-                ensure_ascii=rng.random() < 0.4,
-                indent=rng.choice([None, None, 2]),
-                separators=rng.choice([(",", ":"), (", ", ": ")]),
-            )
-        )
-    return out
-
-
 def test_spec_examples_agree() -> None:
     n, fallbacks = compare(_opts(), [SPEC_INSERT, SPEC_UPDATE, SPEC_DELETE])
     # the insert and the update take the columnar path; the delete names no table
@@ -180,7 +155,7 @@ def test_spec_examples_agree() -> None:
 
 
 def test_every_branch_agrees() -> None:
-    texts = _texts(_cases(), random.Random(5))
+    texts = json_spellings(_cases(), random.Random(5))
     n, fallbacks = compare(_opts(), texts)
     assert n - fallbacks > 100, (n, fallbacks)  # not everything fell back
     assert fallbacks > 50, (n, fallbacks)  # and the malformed ones did
@@ -237,7 +212,7 @@ def test_random_messages_agree() -> None:
             if rng.random() < 0.1:
                 del meta[name]
         cases.append({"meta": meta, "data": image(), "key": image()})
-    n, fallbacks = compare(_opts(), _texts(cases, rng))
+    n, fallbacks = compare(_opts(), json_spellings(cases, rng))
     assert fallbacks < n, "some on the columnar path"
 
 
@@ -254,42 +229,16 @@ def test_empty_batch_and_options() -> None:
 def test_internal_error_falls_back_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A bug in the columnar path costs speed, not rows: the batch is decoded record by
-    record, identical to ``decode_records``, and the worker says so once."""
     texts = [json.dumps(msg("ins", data={"ID": str(i)})) for i in range(20)]
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise IndexError("boom")
-
-    monkeypatch.setattr(col, "_fast", broken)
-    monkeypatch.setattr(columnar, "_WARNED", set())
-    ref = pa.array(decode_records(_opts(), texts), type=col.DECODE_TYPE)
-    with caplog.at_level("WARNING", logger=columnar.__name__):
-        got = col.decode_shareplex_columnar(_opts(), pa.array(texts, pa.string()))
-        col.decode_shareplex_columnar(_opts(), pa.array(texts, pa.string()))
-    assert got.equals(ref)
-    assert col.LAST_STATS["columnar_error"] == "IndexError: boom"
-    assert col.LAST_STATS["fallback"] == len(texts)
-    warnings = [r for r in caplog.records if "columnar dts_shareplex_json decoder failed" in r.getMessage()]
-    assert len(warnings) == 1
+    columnar_checks.check_internal_error_falls_back(
+        monkeypatch, caplog, col, col.decode_shareplex_columnar, _opts(), texts, "dts_shareplex_json"
+    )
 
 
 def test_spark_udf_columnar_true_and_false_agree(spark) -> None:
-    """The registered ``cdc_decode`` in Spark SQL, the same records with both options,
-    several Arrow batches and partitions: the same results, valid and malformed alike."""
-    texts = _texts(_cases(), random.Random(7)) * 3
-    on, off = _opts(), _opts(columnar=False)
-    rows = [(i, o, t) for i, t in enumerate(texts) for o in (on, off)]
-    spark.createDataFrame(rows, "i int, options string, text string").createOrReplaceTempView("shareplex_columnar_in")
-    result = spark.sql(
-        "select i, options, to_json(cdc_decode(options, text, cast(null as string), 'f', cast(null as array<string>)))"
-        " as r from (select * from shareplex_columnar_in distribute by options, i % 3)"
-    ).collect()
-    by_opts: dict[str, dict[int, str]] = {on: {}, off: {}}
-    for row in result:
-        by_opts[row["options"]][row["i"]] = row["r"]
-    assert len(by_opts[on]) == len(by_opts[off]) == len(texts)
-    differ = [i for i in range(len(texts)) if by_opts[on][i] != by_opts[off][i]]
-    assert not differ, [(texts[i], by_opts[on][i], by_opts[off][i]) for i in differ[:2]]
-    statuses = {json.loads(r)["status"] for r in by_opts[on].values()}
+    """``cdc_decode`` in Spark SQL: the same results with ``columnar`` true and false,
+    valid and malformed records alike."""
+    texts = json_spellings(_cases(), random.Random(7)) * 3
+    on = columnar_checks.spark_on_and_off(spark, texts, _opts(), _opts(columnar=False), "shareplex_columnar_in")
+    statuses = {json.loads(r)["status"] for r in on.values()}
     assert statuses == {"ok", "skipped", "quarantined"}, statuses
