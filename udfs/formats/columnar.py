@@ -501,6 +501,19 @@ def object_tokens(b: np.ndarray, off: np.ndarray, first: np.ndarray, fb: np.ndar
     return tok, np.minimum(np.searchsorted(tok.spos, first), len(tok.spos) - 1)
 
 
+def top_level(
+    tok: Tokens, top_open: np.ndarray, fb: np.ndarray, names: list[str]
+) -> tuple[np.ndarray, dict[str, tuple[Any, ...]]]:
+    """Roles of the batch's objects (1: a record's top-level object, 0 others; a format
+    marks the objects it reads with roles of its own) and the :func:`field_values` of
+    the top-level fields ``names``."""
+    n = len(top_open)
+    role = np.zeros(len(tok.spos), dtype=np.int8)
+    role[top_open[~fb]] = 1
+    m = role[tok.parent] == 1
+    return role, field_values(tok, slots(tok, tok.colons[m], tok.crec[m], names, n, fb), names, n)
+
+
 # ----------------------------------------------------------------------------- batch
 
 

@@ -53,7 +53,6 @@ from udfs.formats.columnar import (
     assemble,
     cat,
     decode_columnar,
-    field_values,
     flags,
     gather,
     key_positions,
@@ -67,7 +66,7 @@ from udfs.formats.columnar import (
     resolve_tables,
     seq_part,
     skip_ws,
-    slots,
+    top_level,
 )
 from udfs.formats.dts_canal_json import MAX_MS, OPS, DtsCanalJsonDecoder, _binary_text
 
@@ -75,7 +74,6 @@ LAST_STATS: dict[str, Any] = {}
 _stats: dict[str, Any] = {}
 
 TOP_KEYS = ["data", "old", "database", "table", "pkNames", "isDdl", "type", "es", "ts", "id", "mysqlType", "sqlType"]
-R_NONE, R_TOP = range(2)
 _OP_NAMES = ["insert", "snapshot", "update", "delete"]
 
 
@@ -137,11 +135,8 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     if fb.any():
         return on_valid_only(texts, fb, lambda valid: _fast(valid, decoder, tables), _stats)
     tok, top_open = object_tokens(b, off, first, fb)
-    role = np.zeros(len(tok.spos), dtype=np.int8)
-    role[top_open[~fb]] = R_TOP
-    colons, crec = tok.colons, tok.crec
-    m = role[tok.parent] == R_TOP
-    top = field_values(tok, slots(tok, colons[m], crec[m], TOP_KEYS, n, fb), TOP_KEYS, n)
+    _, top = top_level(tok, top_open, fb, TOP_KEYS)
+    colons = tok.colons
     kinds = {name: top[name][2] for name in TOP_KEYS}
     texts_of = {name: per_record(top[name], n) for name in ("database", "table", "type", "es", "ts", "id")}
 

@@ -57,6 +57,7 @@ from udfs.formats.columnar import (
     resolve_tables,
     seq_part,
     slots,
+    top_level,
 )
 from udfs.formats.dts_shareplex_json import _EXTRAS, OPS, DtsShareplexJsonDecoder, _parse_time_text
 
@@ -66,7 +67,7 @@ _stats: dict[str, Any] = {}
 TOP_KEYS = ["meta", "data", "key"]
 META_KEYS = ["time", "userid", "op", "scn", "rowid", "trans", "seq", "size", "table", "idx", "posttime"]
 # object roles
-R_NONE, R_TOP, R_META, R_DATA, R_KEY = range(5)
+R_META, R_DATA, R_KEY = range(2, 5)  # (0: other objects, 1: the top level)
 _OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 _OP_NAMES = ["insert", "update", "delete"]
 
@@ -96,13 +97,10 @@ def _fast(
     if fb.any():
         return on_valid_only(texts, fb, lambda valid: _fast(valid, options, tables), _stats)
     tok, top_open = object_tokens(b, off, first, fb)
-    role = np.zeros(len(tok.spos), dtype=np.int8)
-    role[top_open[~fb]] = R_TOP
+    role, top = top_level(tok, top_open, fb, TOP_KEYS)
     colons, crec = tok.colons, tok.crec
 
     # --- top level: meta (an object), data and key (objects, null or absent)
-    m = role[tok.parent] == R_TOP
-    top = field_values(tok, slots(tok, colons[m], crec[m], TOP_KEYS, n, fb), TOP_KEYS, n)
     fb |= top["meta"][2] != K_OBJ
     present = {}
     for name, r in (("meta", R_META), ("data", R_DATA), ("key", R_KEY)):
