@@ -624,6 +624,8 @@ class Images:
         self.rec, self.fb = rec, fb
         enc = pc.dictionary_encode(raw_names)
         self.raw_names = raw_names
+        #: the distinct raw names (``rcode`` indexes them)
+        self.distinct_names: list[str] = enc.dictionary.to_pylist()
         rcode = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.nr = max(len(enc.dictionary), 1)
         self.nobj = nobj

@@ -263,10 +263,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     _stats["values"] = len(ecol)
     images = Images(eunit, eobj, 2, raw_names, ufb)
     # declared columns: a member a declaring message does not declare -> the decoder drops it
-    rdict = pc.dictionary_encode(raw_names)
-    rnames = rdict.dictionary.to_pylist()
-    rcode = rdict.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    nr = max(len(rnames), 1)
+    rnames, rcode, nr = images.distinct_names, images.rcode, images.nr
     declared = np.zeros((len(pair_types), nr), dtype=bool)
     binary = np.zeros((len(pair_types), nr), dtype=bool)
     declares = np.array([bool(t) for t in pair_types], dtype=bool)
