@@ -1,6 +1,6 @@
 """Side by side, in one process: a columnar decoder (Debezium JSON by default; ``--format``
-``dts_canal_json`` or ``dts_shareplex_json``) against ``decode_records``, ``orjson.loads``
-per line and ``pyarrow.json.read_json``.
+any other format that has one) against ``decode_records``, ``orjson.loads`` per line
+and ``pyarrow.json.read_json``.
 
 ``python -m bench.columnar_decode [--format F] [--events N] [--batch B] [--rounds R] [--data DIR]``
 generates (or reuses, with ``--data``) the benchmark's landing files of the format
@@ -70,12 +70,20 @@ def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
     return "; ".join(out)[:600]
 
 
+def _columnar_formats() -> list[str]:
+    """The benchmark's formats that have a columnar decoder."""
+    from bench.data import FORMAT_CASES
+    from udfs.formats import decoder_class
+
+    return [name for name, case in FORMAT_CASES.items() if decoder_class(case.format).columnar_decoder]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.columnar_decode", description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--format",
         default="debezium_json",
-        choices=["debezium_json", "dts_canal_json", "dts_shareplex_json"],
+        choices=_columnar_formats(),
         help="the format whose columnar decoder runs (default %(default)s)",
     )
     p.add_argument("--events", type=int, default=20_000, help="events to generate (default %(default)s)")
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             files = write_dataset(case, folder, args.events, seed=1).files
             print(f"generated {args.events:,} events in {time.perf_counter() - t0:.1f} s under {folder}")
-        if args.kcat:
+        if args.kcat or case.framing == "kcat":
             from udfs.spark_udfs import file_records_struct
 
             struct_type = pa.struct([("text", pa.string()), ("kafka_key", pa.string())])

@@ -124,6 +124,8 @@ class ArcionKafkaJsonDecoder(Decoder):
     identifier: ClassVar[str] = "arcion_kafka_json"
     default_framing: ClassVar[str] = "kcat"
     framings: ClassVar[tuple[str, ...]] = ("kcat", "kafka_parquet", "lines")
+    option_names: ClassVar[tuple[str, ...]] = ("columnar",)
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.arcion_kafka_json_columnar:decode_arcion_kafka_columnar"
 
     def decode(self, record: Record) -> list[Change]:
         """Decode one Kafka message into one :class:`~udfs.contract.Change`."""

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from udfs.contract import loads_exact
 from udfs.decode import (
     DECODE_RESULT_DDL,
     MAX_PARTITION_NAME_BYTES,
@@ -358,6 +359,24 @@ def slots(tok: Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str], n
     fb[np.flatnonzero(counts.reshape(len(names), n).max(axis=0) > 1)] = True
     slot[code[m], recs[m]] = colons[m]
     return slot
+
+
+def row_entries(
+    tok: Tokens, ecol: np.ndarray, owner: np.ndarray, fb: np.ndarray, stats: dict[str, Any]
+) -> tuple[pa.Array, dict[str, np.ndarray], pa.Array, pa.Array]:
+    """The entries of the row objects a format reads (their colons ``ecol``): the names
+    as sent, the values, their canonical and JSON-escaped texts. An escaped or non-ASCII
+    name, or a nested value, flags the entry's ``owner`` (its record, or unit) in ``fb``."""
+    starts, ends = tok.key_spans(ecol)
+    fb[owner[tok.key_has_bs(starts, ends)]] = True
+    raw_names = gather(tok.b, starts, ends)
+    fb[owner[~flags(pc.string_is_ascii(raw_names))]] = True
+    ev = tok.values(ecol)
+    fb[owner[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
+    etext, eesc, n_bs = tok.texts(ev, need_esc=True)
+    stats["escaped_values"] = n_bs
+    stats["values"] = len(ecol)
+    return raw_names, ev, etext, eesc
 
 
 def long_numbers(tok: Tokens) -> np.ndarray:
@@ -729,6 +748,27 @@ def resolve_tables(
     return tids, keys, bad
 
 
+def distinct_tables(
+    db: pa.Array, schema: pa.Array, table: pa.Array
+) -> tuple[list[tuple[str | None, str | None, str | None]], np.ndarray]:
+    """The distinct (db, schema, table) of a batch (for :func:`resolve_tables`) and each
+    record's index among them."""
+    codes, dicts = [], []
+    for arr in (db, schema, table):
+        enc = pc.dictionary_encode(arr)
+        codes.append(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1)
+        dicts.append([None, *enc.dictionary.to_pylist()])
+    n1, n2 = len(dicts[1]), len(dicts[2])
+    uniq, inv = np.unique((codes[0] * n1 + codes[1]) * n2 + codes[2], return_inverse=True)
+    triples = [(dicts[0][u // (n1 * n2)], dicts[1][u // n2 % n1], dicts[2][u % n2]) for u in uniq.tolist()]
+    return triples, np.asarray(inv).ravel()
+
+
+def table_id_array(tids: list[str], inv: np.ndarray) -> pa.Array:
+    """Each record's table id (``tids[inv[record]]``) as text."""
+    return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(pa.string())
+
+
 def key_sides(
     *,
     erec: np.ndarray,
@@ -787,6 +827,32 @@ def key_sides(
     return key_side
 
 
+def _extras_map(extras: list[tuple[str, pa.Array, np.ndarray | None]], kidx: np.ndarray) -> pa.MapArray:
+    """The extras map of the records ``kidx``: record by record, the fields in their
+    order (field-major arrays; see :func:`assemble`)."""
+    nk = len(kidx)
+    ex_cols = [values.take(pa.array(kidx)) for _, values, _ in extras]
+    ex_vals = pa.concat_arrays(ex_cols)
+    ex_names = pa.array([name for name, _, _ in extras], type=pa.string())
+    nf = len(extras)
+    ex_order = (np.arange(nf)[None, :] * nk + np.arange(nk)[:, None]).ravel()
+    ex_present = np.concatenate(
+        [
+            ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool) if present is None else present[kidx]
+            for col, (_, _, present) in zip(ex_cols, extras, strict=True)
+        ]
+    )
+    ex_valid = ex_present[ex_order]
+    ex_sel = ex_order[ex_valid]
+    ex_rec = ex_sel % nk
+    ex_field = ex_sel // nk
+    ex_off = np.zeros(nk + 1, dtype=np.int32)
+    np.cumsum(np.bincount(ex_rec, minlength=nk), out=ex_off[1:])
+    return pa.MapArray.from_arrays(
+        pa.array(ex_off), ex_names.take(pa.array(ex_field)), ex_vals.take(pa.array(ex_sel)), type=MAP_TYPE
+    )
+
+
 def assemble(
     *,
     fb: np.ndarray,
@@ -816,7 +882,7 @@ def assemble(
     commit: pa.Array,
     capture: pa.Array,
     tx: pa.Array,
-    extras: list[tuple[str, pa.Array, np.ndarray | None]],
+    extras: list[tuple[str, pa.Array, np.ndarray | None]] | pa.MapArray,
     col_types: pa.Array | None = None,
     row_index: np.ndarray | None = None,
 ) -> tuple[np.ndarray, pa.StructArray]:
@@ -829,7 +895,7 @@ def assemble(
     ``seq``, ``db`` / ``schema`` / ``table``, ``commit`` / ``capture`` (microseconds), ``tx``,
     and ``extras`` as (name, values, present) in the map's order: an entry where
     ``present`` is true (its value may be null), or with ``present`` None, where the
-    value is not null.
+    value is not null; or the extras map of each record.
 
     Per image entry, in each image's column order (``erec`` record, ``side`` 0 before /
     1 after): ``lnames`` the lower-cased name, ``lcode`` its index in ``ldict``, ``etext``
@@ -988,27 +1054,10 @@ def assemble(
     event_id = pa.array([sha(mv[ioff[i] : ioff[i + 1]]).hexdigest()[:32] for i in range(nk)], type=pa.string())
 
     tick("extras")
-    # --- extras: record by record, the fields in their order (field-major arrays)
-    ex_cols = [values.take(pa.array(kidx)) for _, values, _ in extras]
-    ex_vals = pa.concat_arrays(ex_cols)
-    ex_names = pa.array([name for name, _, _ in extras], type=pa.string())
-    nf = len(extras)
-    ex_order = (np.arange(nf)[None, :] * nk + np.arange(nk)[:, None]).ravel()
-    ex_present = np.concatenate(
-        [
-            ~np.asarray(col.is_null().to_numpy(zero_copy_only=False), dtype=bool) if present is None else present[kidx]
-            for col, (_, _, present) in zip(ex_cols, extras, strict=True)
-        ]
-    )
-    ex_valid = ex_present[ex_order]
-    ex_sel = ex_order[ex_valid]
-    ex_rec = ex_sel % nk
-    ex_field = ex_sel // nk
-    ex_off = np.zeros(nk + 1, dtype=np.int32)
-    np.cumsum(np.bincount(ex_rec, minlength=nk), out=ex_off[1:])
-    extras = pa.MapArray.from_arrays(
-        pa.array(ex_off), ex_names.take(pa.array(ex_field)), ex_vals.take(pa.array(ex_sel)), type=MAP_TYPE
-    )
+    if isinstance(extras, pa.MapArray):  # the format's own, per record
+        extras_map = extras.take(pa.array(kidx))
+    else:
+        extras_map = _extras_map(extras, kidx)
 
     kt = pa.array(kidx)
     cols = {
@@ -1030,7 +1079,7 @@ def assemble(
         "capture_ts_us": capture.take(kt),
         "tx_id": tx.take(kt),
         "event_id": event_id,
-        "extras": extras,
+        "extras": extras_map,
     }
     tick("final")
     change = pa.StructArray.from_arrays([cols[f.name] for f in CHANGE_TYPE], fields=list(CHANGE_TYPE))
@@ -1049,3 +1098,260 @@ def assemble(
     )
     tick("")
     return keep, result
+
+
+# ----------------------------------------------------------------------------- schemas
+
+#: Kafka Connect schemas seen (id 0: no schema): parsed value, and their text -> id;
+#: shared by the formats whose envelope is ``{"schema", "payload"}``
+SCHEMAS: list[Any] = [None]
+_SCHEMA_IDS: dict[bytes, int] = {}
+#: the cache is emptied between batches past either bound: a wide table's schema text
+#: runs to hundreds of kB (and its parsed value to several times that), so a count
+#: alone would let a feed of many wide tables hold gigabytes in each Python worker
+_MAX_SCHEMAS = 512
+_MAX_SCHEMA_BYTES = 16 * 2**20
+_schema_bytes = 0
+_SCHEMA_PREFIX = np.frombuffer(b'{"schema":', dtype=np.uint8)
+
+
+def schema_id(text: str) -> int:
+    """The id of a schema text (parsed with ``loads_exact`` the first time it is seen)."""
+    global _schema_bytes
+    raw = text.encode("utf-8")
+    sid = _SCHEMA_IDS.get(raw)
+    if sid is None:
+        RAW_ONE.decode(raw)  # a valid JSON value (it comes from a validated record)
+        sid = _SCHEMA_IDS[raw] = len(SCHEMAS)
+        SCHEMAS.append(loads_exact(text))
+        _schema_bytes += len(raw)
+    return sid
+
+
+def clear_schema_cache() -> None:
+    """Forget every cached schema (between batches only: a batch uses the ids)."""
+    global _schema_bytes
+    del SCHEMAS[1:]
+    _SCHEMA_IDS.clear()
+    _schema_bytes = 0
+
+
+def schema_cache_size() -> tuple[int, int]:
+    """(schemas cached, bytes of their text)."""
+    return len(SCHEMAS) - 1, _schema_bytes
+
+
+def trim_schema_cache() -> None:
+    """Empty the schema cache if it passed its bounds (call at the start of a batch)."""
+    if len(SCHEMAS) > _MAX_SCHEMAS or _schema_bytes > _MAX_SCHEMA_BYTES:
+        clear_schema_cache()
+
+
+def schema_ids(tok: Tokens, openers: np.ndarray) -> np.ndarray:
+    """The schema id of each schema object (its opener), each distinct text parsed once."""
+    if not len(openers):
+        return np.zeros(0, dtype=np.int64)
+    enc = tok.value_texts(openers).dictionary_encode()
+    ids = np.array([schema_id(t) for t in enc.dictionary.to_pylist()], dtype=np.int64)
+    return ids[enc.indices.to_numpy()]
+
+
+def cut_known_schemas(
+    b: np.ndarray, off: np.ndarray, first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Records ``{"schema": S, ...`` whose S is a schema text seen before get S replaced
+    by ``{}`` (its first and last byte); returns the new bytes, offsets, first bytes and
+    the schema id per record (-1: not cut). S is a whole JSON value, so a record that
+    starts with it at the value's place holds exactly it (one memcmp per record)."""
+    n = len(off) - 1
+    sid = np.full(n, -1, dtype=np.int64)
+    if not _SCHEMA_IDS:
+        return b, off, first, sid
+    k = len(_SCHEMA_PREFIX)
+    cand = np.flatnonzero(first + k + 2 < off[1:])
+    for j in range(k):
+        cand = cand[b[first[cand] + j] == _SCHEMA_PREFIX[j]]
+    if not len(cand):
+        return b, off, first, sid
+    p0 = skip_ws(b, first[cand] + k)
+    data = b.tobytes()
+    ends = off[1:][cand]
+    left = np.ones(len(cand), dtype=bool)
+    length = np.zeros(n, dtype=np.int64)
+    start_of = np.zeros(n, dtype=np.int64)
+    for text, i in list(_SCHEMA_IDS.items()):
+        size = len(text)
+        m = np.flatnonzero(left & (p0 + size < ends))
+        if not len(m):
+            continue
+        m = m[b[p0[m]] == text[0]]
+        m = m[b[p0[m] + size - 1] == text[-1]]
+        m = m[b[p0[m] + size // 2] == text[size // 2]]
+        for c in m.tolist():
+            if data.startswith(text, int(p0[c])):
+                left[c] = False
+                r = cand[c]
+                sid[r] = i
+                length[r] = size
+                start_of[r] = p0[c]
+    hit = sid >= 0
+    if not hit.any():
+        return b, off, first, sid
+    # spans: [record start, schema start + 1) and [schema end - 1, record end)
+    rs, re = off[:-1], off[1:]
+    a_end = np.where(hit, start_of + 1, re)
+    b_start = np.where(hit, start_of + length - 1, re)
+    lens1 = a_end - rs
+    lens2 = re - b_start
+    lens = np.stack((lens1, lens2), axis=1).ravel()
+    offs = np.zeros(2 * n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    mv = memoryview(data)
+    pieces = []
+    for a0, a1, b0, b1 in zip(rs.tolist(), a_end.tolist(), b_start.tolist(), re.tolist(), strict=True):
+        pieces.append(mv[a0:a1])
+        pieces.append(mv[b0:b1])
+    nb = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    noff = offs[::2].copy()
+    nfirst = first - off[:-1] + noff[:-1]
+    return nb, noff, nfirst, sid
+
+
+def open_connect_batch(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`open_batch` for a format of Kafka Connect envelopes: a schema text seen
+    before is cut out of its record (replaced by ``{}``, its parse reused: it is not
+    tokenized nor validated again). The batch's bytes, offsets, first bytes, which texts
+    are not valid JSON, and each record's cached schema id (-1: none cut)."""
+    trim_schema_cache()
+    b, off = buffers(texts)
+    first = skip_ws(b, off[:-1], off[1:])
+    b, off, first, cached_sid = cut_known_schemas(b, off, first)
+    return b, off, first, ~validate(b, off, first), cached_sid
+
+
+# ----------------------------------------------------------------------------- Kafka keys
+
+#: ``typed(ktok, recs, erec, key_schema_open, raw, ev, text, esc, kfb) -> (text, esc)``:
+#: a format's decoding of key values (``recs``: the batch records with a key,
+#: ``key_schema_open``: the opener of each key's own schema, -1 none)
+KeyTyper = Callable[..., tuple[pa.Array, pa.Array]]
+
+
+def event_keys(
+    keys: pa.Array | None, n: int, fb: np.ndarray, image_names: pa.Array, typed: KeyTyper | None = None
+) -> dict[str, Any]:
+    """The Kafka key of each record: entries (record, lower-cased name, its code among
+    ``image_names``, place in the key, rank among the record's sorted names, text,
+    escaped text) and whether a record has a non-empty key.
+
+    A key is a JSON object, or ``{"schema", "payload"}`` with an object payload; a null
+    key, ``null`` or a null payload is no key. Anything else (not JSON, a scalar, a
+    nested value, an escaped or non-ASCII name, a name twice once lower-cased) flags
+    the record in ``fb``. Values are their canonical text, or what ``typed`` makes of
+    them."""
+    empty = np.zeros(0, dtype=np.int64)
+    out: dict[str, Any] = {"has": np.zeros(n, dtype=bool), "count": np.zeros(n, dtype=np.int64)}
+    out.update(rec=empty, lcode=empty, order=empty, rank=empty)
+    out.update(names=pa.array([], pa.string()), text=pa.array([], pa.string()), esc=pa.array([], pa.string()))
+    if keys is None:
+        return out
+    valid = ~np.asarray(keys.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    valid &= ~np.asarray(pc.fill_null(pc.equal(keys, "null"), True).to_numpy(zero_copy_only=False), dtype=bool)
+    valid &= ~fb
+    recs = np.flatnonzero(valid)
+    if not len(recs):
+        return out
+    kb, koff = buffers(keys.take(pa.array(recs)))
+    kfirst = skip_ws(kb, koff[:-1], koff[1:])
+    ok = validate(kb, koff, kfirst)
+    if len(kb):
+        ok &= kb[np.minimum(kfirst, len(kb) - 1)] == ord("{")
+    fb[recs[~ok]] = True  # not JSON (quarantined), or not an object: the fallback
+    if not ok.all():
+        recs = recs[ok]
+        if not len(recs):
+            return out
+        kb, koff = buffers(keys.take(pa.array(recs)))
+        kfirst = skip_ws(kb, koff[:-1], koff[1:])
+    m = len(recs)
+    kfb = np.zeros(m, dtype=bool)
+    ktok = Tokens(kb, koff)
+    top = np.searchsorted(ktok.spos, kfirst)
+    role = np.zeros(len(ktok.spos), dtype=np.int8)
+    role[top] = 1
+    cm = role[ktok.parent] == 1
+    slot = slots(ktok, ktok.colons[cm], ktok.crec[cm], ["schema", "payload"], m, kfb)
+    n_top = np.bincount(ktok.crec[cm], minlength=m)
+    wrapped = (slot[1] >= 0) & (n_top == (slot[0] >= 0) + 1)
+    key_open = top.copy()
+    key_schema_open = np.full(m, -1, dtype=np.int64)
+    w = np.flatnonzero(wrapped)
+    if len(w):
+        pv = ktok.values(slot[1][w])
+        kfb[w[(pv["kind"] != K_OBJ) & (pv["kind"] != K_NULL)]] = True  # a scalar payload names no column
+        key_open[w] = np.where(pv["kind"] == K_OBJ, pv["opener"], -1)  # a null payload: no key
+        ws = np.flatnonzero(wrapped & (slot[0] >= 0))
+        if len(ws):
+            sv = ktok.values(slot[0][ws])
+            is_obj = sv["kind"] == K_OBJ
+            key_schema_open[ws[is_obj]] = sv["opener"][is_obj]
+    role[:] = 0
+    role[key_open[key_open >= 0]] = 2
+    em = role[ktok.parent] == 2
+    ecol = ktok.colons[em]
+    erec = ktok.crec[em]
+    ns, ne = ktok.key_spans(ecol)
+    kfb[erec[ktok.key_has_bs(ns, ne)]] = True
+    raw = gather(kb, ns, ne)
+    kfb[erec[~flags(pc.string_is_ascii(raw))]] = True
+    ev = ktok.values(ecol)
+    kfb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
+    text, esc, _ = ktok.texts(ev, need_esc=True)
+    if len(ecol) and typed is not None:
+        text, esc = typed(ktok, recs, erec, key_schema_open, raw, ev, text, esc, kfb)
+    lnames = pc.ascii_lower(raw)
+    le = pc.dictionary_encode(lnames)
+    lc = le.indices.to_numpy().astype(np.int64)
+    nl = max(len(le.dictionary), 1)
+    dk = np.sort(erec * nl + lc)
+    dups = dk[1:][dk[1:] == dk[:-1]]
+    if len(dups):  # a name twice once lower-cased: the fallback
+        kfb[np.unique(dups // nl)] = True
+    fb[recs[kfb]] = True
+    # place in the key (its order) and rank among the record's names (sorted)
+    order = np.arange(len(ecol)) - np.searchsorted(erec, erec)
+    rank_of = np.empty(nl, dtype=np.int64)
+    rank_of[np.argsort(np.array(le.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(
+        len(le.dictionary)
+    )
+    by_name = np.lexsort((rank_of[lc], erec))
+    rank = np.empty(len(ecol), dtype=np.int64)
+    rank[by_name] = np.arange(len(ecol)) - np.searchsorted(erec[by_name], erec[by_name])
+    count = np.bincount(erec, minlength=m)
+    out["has"][recs[(count > 0) & ~kfb]] = True
+    out["count"][recs] = count
+    image_code = pc.index_in(lnames, value_set=image_names).fill_null(-1).to_numpy().astype(np.int64)
+    out.update(rec=recs[erec], lcode=image_code, order=order, rank=rank, names=lnames, text=text, esc=esc)
+    return out
+
+
+def event_key_positions(
+    ek: dict[str, Any], erec: np.ndarray, lcode: np.ndarray, nl: int, ekeypos: np.ndarray
+) -> np.ndarray:
+    """``ekeypos`` with, for records that have their own key (:func:`event_keys`), each
+    image entry's rank among the key's sorted columns (-1: not one of them)."""
+    has_ek = ek["has"]
+    if not has_ek.any():
+        return ekeypos
+    known = ek["lcode"] >= 0
+    combo = (ek["rec"] * nl + ek["lcode"])[known]
+    krank = ek["rank"][known]
+    srt = np.argsort(combo, kind="stable")
+    combo, krank = combo[srt], krank[srt]
+    mine = erec * nl + lcode
+    ev_pos = np.full(len(mine), -1, dtype=np.int64)
+    if len(combo):
+        j = np.clip(np.searchsorted(combo, mine), 0, len(combo) - 1)
+        hit = combo[j] == mine
+        ev_pos[hit] = krank[j[hit]]
+    return np.where(has_ek[erec], ev_pos, ekeypos)

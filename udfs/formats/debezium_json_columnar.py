@@ -58,7 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.contract import QuarantineError, loads_exact
+from udfs.contract import QuarantineError
 from udfs.formats import connect_types
 from udfs.formats.columnar import (
     DECODE_TYPE,
@@ -71,25 +71,37 @@ from udfs.formats.columnar import (
     K_OBJ,
     K_STR,
     K_TRUE,
-    RAW_ONE,
+    SCHEMAS,
     Tokens,
     assemble,
-    buffers,
     cat,
+    clear_schema_cache,
+    cut_known_schemas,
     decode_columnar,
+    distinct_tables,
+    event_key_positions,
+    event_keys,
     field_values,
     gather,
     key_sides,
     object_tokens,
     on_valid_only,
+    open_connect_batch,
     patch,
     resolve_tables,
-    skip_ws,
+    row_entries,
+    schema_cache_size,
+    schema_id,
+    schema_ids,
     slots,
+    table_id_array,
     tick,
-    validate,
 )
 from udfs.formats.debezium_json import _envelope_fields
+
+# the schema cache lives in udfs.formats.columnar (shared with the other Connect envelopes)
+__all__ = ["LAST_STATS", "clear_schema_cache", "decode_debezium_columnar", "schema_cache_size"]
+_schema_id, _cut_known_schemas = schema_id, cut_known_schemas
 
 LAST_STATS: dict[str, Any] = {}
 
@@ -157,9 +169,12 @@ _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
 
 
 def _field_kind(f: Any) -> tuple[int, str | None, int]:
-    """(field kind, Spark type, decimal scale) of a Kafka Connect field schema."""
+    """(field kind, Spark type, decimal scale) of a Kafka Connect field schema (a name or
+    type that is not a text, which the decoders cannot look up: unsupported)."""
     if not isinstance(f, dict):
         return F_NONE, None, 0
+    if not all(isinstance(f.get(k), (str, type(None))) for k in ("name", "type")):
+        return F_UNSUPPORTED, None, 0
     name = f.get("name")
     if name is not None:
         try:
@@ -244,104 +259,6 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
 _fast_stats: dict[str, Any] = {}
 
 
-#: Kafka Connect schemas seen (id 0: no schema): parsed value, and their text -> id
-_SCHEMAS: list[Any] = [None]
-_SCHEMA_IDS: dict[bytes, int] = {}
-#: the cache is emptied between batches past either bound: a wide table's schema text
-#: runs to hundreds of kB (and its parsed value to several times that), so a count
-#: alone would let a feed of many wide tables hold gigabytes in each Python worker
-_MAX_SCHEMAS = 512
-_MAX_SCHEMA_BYTES = 16 * 2**20
-_schema_bytes = 0
-_SCHEMA_PREFIX = np.frombuffer(b'{"schema":', dtype=np.uint8)
-
-
-def _schema_id(text: str) -> int:
-    global _schema_bytes
-    raw = text.encode("utf-8")
-    sid = _SCHEMA_IDS.get(raw)
-    if sid is None:
-        RAW_ONE.decode(raw)  # a valid JSON value (it comes from a validated record)
-        sid = _SCHEMA_IDS[raw] = len(_SCHEMAS)
-        _SCHEMAS.append(loads_exact(text))
-        _schema_bytes += len(raw)
-    return sid
-
-
-def clear_schema_cache() -> None:
-    """Forget every cached schema (between batches only: a batch uses the ids)."""
-    global _schema_bytes
-    del _SCHEMAS[1:]
-    _SCHEMA_IDS.clear()
-    _schema_bytes = 0
-
-
-def schema_cache_size() -> tuple[int, int]:
-    """(schemas cached, bytes of their text)."""
-    return len(_SCHEMAS) - 1, _schema_bytes
-
-
-def _cut_known_schemas(
-    b: np.ndarray, off: np.ndarray, first: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Records ``{"schema": S, ...`` whose S is a schema text seen before get S replaced
-    by ``{}`` (its first and last byte); returns the new bytes, offsets, first bytes and
-    the schema id per record (-1: not cut). S is a whole JSON value, so a record that
-    starts with it at the value's place holds exactly it (one memcmp per record)."""
-    n = len(off) - 1
-    sid = np.full(n, -1, dtype=np.int64)
-    if not _SCHEMA_IDS:
-        return b, off, first, sid
-    k = len(_SCHEMA_PREFIX)
-    cand = np.flatnonzero(first + k + 2 < off[1:])
-    for j in range(k):
-        cand = cand[b[first[cand] + j] == _SCHEMA_PREFIX[j]]
-    if not len(cand):
-        return b, off, first, sid
-    p0 = skip_ws(b, first[cand] + k)
-    data = b.tobytes()
-    ends = off[1:][cand]
-    left = np.ones(len(cand), dtype=bool)
-    length = np.zeros(n, dtype=np.int64)
-    start_of = np.zeros(n, dtype=np.int64)
-    for text, i in list(_SCHEMA_IDS.items()):
-        size = len(text)
-        m = np.flatnonzero(left & (p0 + size < ends))
-        if not len(m):
-            continue
-        m = m[b[p0[m]] == text[0]]
-        m = m[b[p0[m] + size - 1] == text[-1]]
-        m = m[b[p0[m] + size // 2] == text[size // 2]]
-        for c in m.tolist():
-            if data.startswith(text, int(p0[c])):
-                left[c] = False
-                r = cand[c]
-                sid[r] = i
-                length[r] = size
-                start_of[r] = p0[c]
-    hit = sid >= 0
-    if not hit.any():
-        return b, off, first, sid
-    # spans: [record start, schema start + 1) and [schema end - 1, record end)
-    rs, re = off[:-1], off[1:]
-    a_end = np.where(hit, start_of + 1, re)
-    b_start = np.where(hit, start_of + length - 1, re)
-    lens1 = a_end - rs
-    lens2 = re - b_start
-    lens = np.stack((lens1, lens2), axis=1).ravel()
-    offs = np.zeros(2 * n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    mv = memoryview(data)
-    pieces = []
-    for a0, a1, b0, b1 in zip(rs.tolist(), a_end.tolist(), b_start.tolist(), re.tolist(), strict=True):
-        pieces.append(mv[a0:a1])
-        pieces.append(mv[b0:b1])
-    nb = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-    noff = offs[::2].copy()
-    nfirst = first - off[:-1] + noff[:-1]
-    return nb, noff, nfirst, sid
-
-
 def _typed(
     b: np.ndarray,
     ev: dict[str, np.ndarray],
@@ -393,80 +310,24 @@ def _typed(
     return etext, eesc
 
 
-def _event_keys(
-    keys: pa.Array | None,
-    n: int,
-    tok: Tokens,
-    schema_id: np.ndarray,
-    schemas: list[Any],
-    image_names: pa.Array,
-    fb: np.ndarray,
-) -> dict[str, Any]:
-    """The Kafka key of each record (``parse_kafka_key``): entries (record, lower-cased
-    name, its code among the image names, place in the key, rank among the record's
-    sorted names, text, escaped text) and whether a record has a non-empty key. Values
-    are decoded by the key's schema, else the after image's field, else the before's."""
-    empty = np.zeros(0, dtype=np.int64)
-    out: dict[str, Any] = {"has": np.zeros(n, dtype=bool), "count": np.zeros(n, dtype=np.int64)}
-    out.update(rec=empty, lcode=empty, order=empty, rank=empty)
-    out.update(names=pa.array([], pa.string()), text=pa.array([], pa.string()), esc=pa.array([], pa.string()))
-    if keys is None:
-        return out
-    valid = ~np.asarray(keys.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    valid &= ~np.asarray(pc.fill_null(pc.equal(keys, "null"), True).to_numpy(zero_copy_only=False), dtype=bool)
-    valid &= ~fb
-    recs = np.flatnonzero(valid)
-    if not len(recs):
-        return out
-    kb, koff = buffers(keys.take(pa.array(recs)))
-    kfirst = skip_ws(kb, koff[:-1], koff[1:])
-    ok = validate(kb, koff, kfirst)
-    if len(kb):
-        ok &= kb[np.minimum(kfirst, len(kb) - 1)] == ord("{")
-    fb[recs[~ok]] = True  # not JSON (quarantined), or not an object: the fallback
-    if not ok.all():
-        recs = recs[ok]
-        if not len(recs):
-            return out
-        kb, koff = buffers(keys.take(pa.array(recs)))
-        kfirst = skip_ws(kb, koff[:-1], koff[1:])
-    m = len(recs)
-    kfb = np.zeros(m, dtype=bool)
-    ktok = Tokens(kb, koff)
-    top = np.searchsorted(ktok.spos, kfirst)
-    role = np.zeros(len(ktok.spos), dtype=np.int8)
-    role[top] = R_TOP
-    cm = role[ktok.parent] == R_TOP
-    slot = slots(ktok, ktok.colons[cm], ktok.crec[cm], TOP_KEYS, m, kfb)
-    n_top = np.bincount(ktok.crec[cm], minlength=m)
-    wrapped = (slot[1] >= 0) & (n_top == (slot[0] >= 0) + 1)
-    key_open = top.copy()
-    key_sid = np.zeros(m, dtype=np.int64)
-    w = np.flatnonzero(wrapped)
-    if len(w):
-        pv = ktok.values(slot[1][w])
-        key_open[w] = np.where(pv["kind"] == K_OBJ, pv["opener"], -1)  # payload not an object: no key
-        ws = np.flatnonzero(wrapped & (slot[0] >= 0))
-        if len(ws):
-            sv = ktok.values(slot[0][ws])
-            is_obj = sv["kind"] == K_OBJ
-            so = sv["opener"][is_obj]
-            stext = ktok.value_texts(so)
-            key_sid[ws[is_obj]] = [_schema_id(t) for t in stext.to_pylist()]
-    role[:] = R_NONE
-    role[key_open[key_open >= 0]] = R_PAYLOAD
-    em = role[ktok.parent] == R_PAYLOAD
-    ecol = ktok.colons[em]
-    erec = ktok.crec[em]
-    ns, ne = ktok.key_spans(ecol)
-    kfb[erec[ktok.key_has_bs(ns, ne)]] = True
-    raw = gather(kb, ns, ne)
-    kfb[erec[~np.asarray(pc.string_is_ascii(raw).to_numpy(zero_copy_only=False), dtype=bool)]] = True
-    ev = ktok.values(ecol)
-    kfb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
-    text, esc, _ = ktok.texts(ev, need_esc=True)
-    if len(ecol):
-        # field schema: the key's own, else the after image's, else the before image's
+def _key_typer(schema_id: np.ndarray, schemas: list[Any]) -> Any:
+    """Kafka key values decoded as ``parse_kafka_key`` does: by the key's own field
+    schema, else the after image's, else the before image's (:func:`event_keys`' ``typed``)."""
+
+    def typed(
+        ktok: Tokens,
+        recs: np.ndarray,
+        erec: np.ndarray,
+        key_schema_open: np.ndarray,
+        raw: pa.Array,
+        ev: dict[str, np.ndarray],
+        text: pa.Array,
+        esc: pa.Array,
+        kfb: np.ndarray,
+    ) -> tuple[pa.Array, pa.Array]:
+        key_sid = np.zeros(len(recs), dtype=np.int64)
+        has_schema = key_schema_open >= 0
+        key_sid[has_schema] = schema_ids(ktok, key_schema_open[has_schema])
         rn = pc.dictionary_encode(raw)
         rcode = rn.indices.to_numpy().astype(np.int64)
         rnames = rn.dictionary.to_pylist()
@@ -483,31 +344,9 @@ def _event_keys(
             }
             k, _, sc = _field_kind(fields.get(rnames[r_c]))
             fk_c[c_i], sc_c[c_i] = k, sc
-        text, esc = _typed(kb, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(ecol), dtype=bool), kfb)
-    lnames = pc.ascii_lower(raw)
-    le = pc.dictionary_encode(lnames)
-    lc = le.indices.to_numpy().astype(np.int64)
-    nl = max(len(le.dictionary), 1)
-    dk = np.sort(erec * nl + lc)
-    dups = dk[1:][dk[1:] == dk[:-1]]
-    if len(dups):  # a name twice once lower-cased: the fallback
-        kfb[np.unique(dups // nl)] = True
-    fb[recs[kfb]] = True
-    # place in the key (its order) and rank among the record's names (sorted)
-    order = np.arange(len(ecol)) - np.searchsorted(erec, erec)
-    rank_of = np.empty(nl, dtype=np.int64)
-    rank_of[np.argsort(np.array(le.dictionary.to_pylist(), dtype=object), kind="stable")] = np.arange(
-        len(le.dictionary)
-    )
-    by_name = np.lexsort((rank_of[lc], erec))
-    rank = np.empty(len(ecol), dtype=np.int64)
-    rank[by_name] = np.arange(len(ecol)) - np.searchsorted(erec[by_name], erec[by_name])
-    count = np.bincount(erec, minlength=m)
-    out["has"][recs[(count > 0) & ~kfb]] = True
-    out["count"][recs] = count
-    image_code = pc.index_in(lnames, value_set=image_names).fill_null(-1).to_numpy().astype(np.int64)
-    out.update(rec=recs[erec], lcode=image_code, order=order, rank=rank, names=lnames, text=text, esc=esc)
-    return out
+        return _typed(ktok.b, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(erec), dtype=bool), kfb)
+
+    return typed
 
 
 def _fast(
@@ -519,15 +358,7 @@ def _fast(
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
     tick("cut")
-    if len(_SCHEMAS) > _MAX_SCHEMAS or _schema_bytes > _MAX_SCHEMA_BYTES:
-        clear_schema_cache()
-    b, off = buffers(texts)
-    first = skip_ws(b, off[:-1], off[1:])
-    # a Kafka Connect schema seen before is not tokenized (nor validated again): its
-    # text is cut out (replaced by ``{}``: a valid value for a valid value), its parse reused
-    b, off, first, cached_sid = _cut_known_schemas(b, off, first)
-    tick("validate")
-    fb = ~validate(b, off, first)
+    b, off, first, fb, cached_sid = open_connect_batch(texts)
     tick("tokens")
     _fast_stats["invalid_json"] = int(fb.sum())
     if fb.any():
@@ -557,17 +388,14 @@ def _fast(
     # schema: an object (cut out as text), null or absent; anything else to the fallback
     schema_id = np.zeros(n, dtype=np.int64)
     sch_rec = np.flatnonzero(wrapped & (slot_top[0] >= 0) & (cached_sid < 0))
-    schemas = _SCHEMAS
+    schemas = SCHEMAS
     if len(sch_rec):
         sv = tok.values(slot_top[0][sch_rec])
         fb[sch_rec[(sv["kind"] != K_OBJ) & (sv["kind"] != K_NULL)]] = True
         is_obj = sv["kind"] == K_OBJ
         so = sv["opener"][is_obj]
-        stext = tok.value_texts(so)
-        enc = stext.dictionary_encode()
-        ids = np.array([_schema_id(t) for t in enc.dictionary.to_pylist()], dtype=np.int64)
-        schema_id[sch_rec[is_obj]] = ids[enc.indices.to_numpy()]
-        _fast_stats["schemas_parsed"] = len(ids)
+        schema_id[sch_rec[is_obj]] = schema_ids(tok, so)
+        _fast_stats["schemas_parsed"] = len(np.unique(schema_id[sch_rec[is_obj]]))
     cut = (cached_sid >= 0) & wrapped
     schema_id[cut] = cached_sid[cut]
     _fast_stats["schemas_cut"] = int(cut.sum())
@@ -747,26 +575,11 @@ def _fast(
         pc.fill_null(pc.greater(pc.binary_length(table), 0), False).to_numpy(zero_copy_only=False), dtype=bool
     )
     # table_id per distinct (db, schema, table)
-    codes = []
-    dicts = []
-    for arr in (db, schema_t, table):
-        e = pc.dictionary_encode(arr)
-        codes.append(e.indices.fill_null(-1).to_numpy() + 1)
-        dicts.append([None, *e.dictionary.to_pylist()])
-    combo = (codes[0] * (len(dicts[1])) + codes[1]) * len(dicts[2]) + codes[2]
-    uniq, inv = np.unique(combo, return_inverse=True)
-    triples = []
-    for u in uniq.tolist():
-        c2 = u % len(dicts[2])
-        c1 = (u // len(dicts[2])) % len(dicts[1])
-        c0 = u // (len(dicts[2]) * len(dicts[1]))
-        triples.append((dicts[0][c0], dicts[1][c1], dicts[2][c2]))
+    triples, inv = distinct_tables(db, schema_t, table)
     tids, tid_keys, tid_bad = resolve_tables(tables, triples)
     fb |= tid_bad[inv]
     tid_nokey = np.array([not k for k in tid_keys], dtype=bool)
-    table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(
-        pa.string()
-    )
+    table_id = table_id_array(tids, inv)
 
     tick("entries")
     # --- image entries
@@ -775,15 +588,7 @@ def _fast(
     ecol = colons[m]
     erec = crec[m]
     side = (pr[m] == R_AFTER).astype(np.int64)
-    ns, ne = tok.key_spans(ecol)
-    fb[erec[tok.key_has_bs(ns, ne)]] = True
-    raw_names = gather(b, ns, ne)
-    fb[erec[~np.asarray(pc.string_is_ascii(raw_names).to_numpy(zero_copy_only=False), dtype=bool)]] = True
-    ev = tok.values(ecol)
-    fb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
-    etext, eesc, n_bs = tok.texts(ev, need_esc=True)
-    _fast_stats["escaped_values"] = n_bs
-    _fast_stats["values"] = len(ecol)
+    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _fast_stats)
     # TOAST: the placeholder text is "not provided"; a possible base64 placeholder -> fallback
     is_str = ev["kind"] == K_STR
     toast = is_str & np.asarray(
@@ -855,24 +660,11 @@ def _fast(
     etid = inv[erec]
     ekeypos = keypos_tab[etid, lcode]
     # the Kafka key, when the record has one: its columns (sorted) are the key columns
-    ek_ = _event_keys(keys, n, tok, schema_id, schemas, lenc.dictionary, fb)
+    ek_ = event_keys(keys, n, fb, lenc.dictionary, _key_typer(schema_id, schemas))
     has_ek = ek_["has"]
     fb |= tid_nokey[inv] & ~has_ek
     nkeys_rec = np.where(has_ek, ek_["count"], nkeys[inv])
-    if has_ek.any():
-        # an image column's place among its record's sorted key columns (-1: not one)
-        known = ek_["lcode"] >= 0
-        combo = (ek_["rec"] * nl + ek_["lcode"])[known]
-        krank = ek_["rank"][known]
-        srt = np.argsort(combo, kind="stable")
-        combo, krank = combo[srt], krank[srt]
-        mine = erec * nl + lcode
-        ev_pos = np.full(len(mine), -1, dtype=np.int64)
-        if len(combo):
-            j = np.clip(np.searchsorted(combo, mine), 0, len(combo) - 1)
-            hit = combo[j] == mine
-            ev_pos[hit] = krank[j[hit]]
-        ekeypos = np.where(has_ek[erec], ev_pos, ekeypos)
+    ekeypos = event_key_positions(ek_, erec, lcode, nl, ekeypos)
     key_side = key_sides(
         erec=erec,
         side=side,

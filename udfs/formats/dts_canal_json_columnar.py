@@ -54,7 +54,6 @@ from udfs.formats.columnar import (
     cat,
     decode_columnar,
     flags,
-    gather,
     key_positions,
     key_sides,
     object_tokens,
@@ -64,6 +63,7 @@ from udfs.formats.columnar import (
     per_record,
     plain_digits,
     resolve_tables,
+    row_entries,
     seq_part,
     skip_ws,
     top_level,
@@ -252,15 +252,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     ecol, eunit, eobj = colons[m], owner[m], obj_of_open[tok.parent[m]]
     urec = d_rec  # unit -> record
     ufb = fb[urec].copy()
-    ns, ne = tok.key_spans(ecol)
-    ufb[eunit[tok.key_has_bs(ns, ne)]] = True
-    raw_names = gather(b, ns, ne)
-    ufb[eunit[~flags(pc.string_is_ascii(raw_names))]] = True
-    ev = tok.values(ecol)
-    ufb[eunit[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
-    etext, eesc, n_bs = tok.texts(ev, need_esc=True)
-    _stats["escaped_values"] = n_bs
-    _stats["values"] = len(ecol)
+    raw_names, ev, etext, eesc = row_entries(tok, ecol, eunit, ufb, _stats)
     images = Images(eunit, eobj, 2, raw_names, ufb)
     # declared columns: a member a declaring message does not declare -> the decoder drops it
     rnames, rcode, nr = images.distinct_names, images.rcode, images.nr

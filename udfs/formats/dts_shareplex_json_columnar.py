@@ -46,7 +46,6 @@ from udfs.formats.columnar import (
     decode_columnar,
     field_values,
     flags,
-    gather,
     key_positions,
     key_sides,
     object_tokens,
@@ -55,8 +54,10 @@ from udfs.formats.columnar import (
     per_record,
     plain_digits,
     resolve_tables,
+    row_entries,
     seq_part,
     slots,
+    table_id_array,
     top_level,
 )
 from udfs.formats.dts_shareplex_json import _EXTRAS, OPS, DtsShareplexJsonDecoder, _parse_time_text
@@ -209,23 +210,13 @@ def _fast(
     # Shareplex names no key: without one configured, the decoder's reason
     tid_bad |= np.array([not k for k in tid_keys], dtype=bool)
     fb |= tid_bad[inv]
-    table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(
-        pa.string()
-    )
+    table_id = table_id_array(tids, inv)
 
     # --- image entries of data and key
     pr = role[tok.parent]
     m = (pr == R_DATA) | (pr == R_KEY)
     ecol, erec, is_data = colons[m], crec[m], pr[m] == R_DATA
-    ns, ne = tok.key_spans(ecol)
-    fb[erec[tok.key_has_bs(ns, ne)]] = True
-    raw_names = gather(b, ns, ne)
-    fb[erec[~flags(pc.string_is_ascii(raw_names))]] = True
-    ev = tok.values(ecol)
-    fb[erec[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
-    etext, eesc, n_bs = tok.texts(ev, need_esc=True)
-    _stats["escaped_values"] = n_bs
-    _stats["values"] = len(ecol)
+    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _stats)
     images = Images(erec, is_data.astype(np.int64), 2, raw_names, fb)  # objects: 0 key, 1 data
 
     # images by op: insert after = data; delete before = data, else key; update before =

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from formats import columnar_checks
 
+from udfs.formats import columnar
 from udfs.formats import debezium_json_columnar as col
 
 CORPORA = Path(__file__).resolve().parents[3].parent / "shared" / "corpora"
@@ -460,7 +461,7 @@ def _wide_envelope(table: int, width: int, row: int) -> str:
 def test_schema_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Wide tables' schemas are emptied from the cache past its byte bound, between
     batches; the results stay those of ``decode_records`` before and after."""
-    monkeypatch.setattr(col, "_MAX_SCHEMA_BYTES", 200_000)
+    monkeypatch.setattr(columnar, "_MAX_SCHEMA_BYTES", 200_000)  # the cache is shared there
     col.clear_schema_cache()
     tables = {f"db.t{t}": {"key": ["id"]} for t in range(12)}
     sizes = []
