@@ -95,7 +95,8 @@ class LindormJsonDecoder(Decoder):
     identifier: ClassVar[str] = "lindorm_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "documents")
-    option_names: ClassVar[tuple[str, ...]] = ("table_kind",)
+    option_names: ClassVar[tuple[str, ...]] = ("table_kind", "columnar")
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.lindorm_json_columnar:decode_lindorm_columnar"
 
     @classmethod
     def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:

@@ -52,7 +52,7 @@ def test_decoder_identity() -> None:
     assert LindormJsonDecoder.identifier == "lindorm_json"
     assert LindormJsonDecoder.default_framing == "lines"
     assert LindormJsonDecoder.framings == ("lines", "kcat", "documents")
-    assert LindormJsonDecoder.option_names == ("table_kind",)
+    assert LindormJsonDecoder.option_names == ("table_kind", "columnar")
 
 
 def test_spec_format_sample_with_schema() -> None:
