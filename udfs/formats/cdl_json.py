@@ -151,7 +151,8 @@ class CdlJsonDecoder(Decoder):
     identifier: ClassVar[str] = "cdl_json"
     default_framing: ClassVar[str] = "lines"
     framings: ClassVar[tuple[str, ...]] = ("lines", "kcat", "documents")
-    option_names: ClassVar[tuple[str, ...]] = ("heartbeat_tables", "lsn_format", "database")
+    option_names: ClassVar[tuple[str, ...]] = ("heartbeat_tables", "lsn_format", "database", "columnar")
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.cdl_json_columnar:decode_cdl_columnar"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
