@@ -23,6 +23,7 @@ import pytest
 
 from udfs.config import ConfigError, load_config
 from udfs.decode import DECODE_RESULT_DDL, decode_records
+from udfs.formats import FORMATS
 from udfs.formats import debezium_json_columnar as col
 from udfs.spark_udfs import columnar_feed, decode_array
 
@@ -130,7 +131,7 @@ def test_columnar_option_routes_the_feed() -> None:
     assert columnar_feed(_options(tables, columnar=True)) is col.decode_debezium_columnar
     assert columnar_feed(_options(tables, columnar=False)) is None
     assert not columnar_feed(_options(tables, columnar="no"))  # bad options: decode_records quarantines
-    assert not columnar_feed(json.dumps({"format": "cdl_json", "tables": tables}))
+    assert not columnar_feed(json.dumps({"format": "dts_avro", "tables": tables}))
     assert not columnar_feed("{not json")
     assert not columnar_feed("{}")
 
@@ -143,7 +144,7 @@ def test_decode_array_merges_feeds_in_row_order() -> None:
     feeds = [
         _options(tables),
         _options(tables, columnar=False),
-        json.dumps({"format": "cdl_json", "tables": tables}, sort_keys=True),
+        json.dumps({"format": "dts_avro", "tables": tables}, sort_keys=True),
         None,
         "",
         _options(tables, columnar="yes"),
@@ -237,10 +238,14 @@ def test_spark_udf_columnar_true_and_false_give_the_same_results(spark) -> None:
     assert not differ, [(texts[i], ref_json[i], by_opts[on][i]) for i in differ[:2]]
 
 
-def _config(tmp_path, options: dict[str, Any]):
+#: every format with a columnar decoder (the others decode record by record)
+COLUMNAR_FORMATS = sorted(name for name, decoder in FORMATS.items() if decoder.columnar_decoder)
+
+
+def _config(tmp_path, options: dict[str, Any], fmt: str = "debezium_json"):
     (tmp_path / "landing").mkdir(exist_ok=True)
     cfg = {
-        "feeds": [{"name": "pg", "format": "debezium_json", "path": "landing", "options": options}],
+        "feeds": [{"name": "pg", "format": fmt, "path": "landing", "options": options}],
         "tables": {"t": {"key": ["id"]}},
     }
     path = tmp_path / "cdc.yml"
@@ -248,17 +253,39 @@ def _config(tmp_path, options: dict[str, Any]):
     return path
 
 
+def test_columnar_formats() -> None:
+    """The formats decoded column-wise by default (a new one joins the tests below)."""
+    expected = {"arcion_internal_json", "arcion_kafka_json", "canal_json", "cdl_json", "debezium_json"}
+    expected |= {"dts_canal_json", "dts_shareplex_json", "lindorm_json"}
+    assert set(COLUMNAR_FORMATS) == expected, COLUMNAR_FORMATS
+    for fmt in COLUMNAR_FORMATS:
+        assert "columnar" in FORMATS[fmt].option_names, fmt  # cdc.yml accepts the option
+
+
+@pytest.mark.parametrize("fmt", COLUMNAR_FORMATS)
 @pytest.mark.parametrize("value", [True, False])
-def test_config_accepts_columnar_true_and_false(tmp_path, value: bool) -> None:
-    config = load_config(_config(tmp_path, {"columnar": value}))
+def test_config_accepts_columnar_true_and_false(tmp_path, value: bool, fmt: str) -> None:
+    config = load_config(_config(tmp_path, {"columnar": value}, fmt))
     options = config.decoder_options(config.feeds[0])
     assert options["options"] == {"columnar": value}
-    assert (columnar_feed(json.dumps(options, sort_keys=True)) is not None) is value
+    decode = columnar_feed(json.dumps(options, sort_keys=True))
+    assert (decode is not None) is value
+    if value:
+        module, _, function = FORMATS[fmt].columnar_decoder.partition(":")
+        assert decode.__module__ == module and decode.__name__ == function
 
 
+@pytest.mark.parametrize("fmt", COLUMNAR_FORMATS)
 @pytest.mark.parametrize("value", ["false", "yes", 0, 1, None, [True]])
-def test_config_rejects_a_columnar_that_is_not_a_boolean(tmp_path, value: Any) -> None:
+def test_config_rejects_a_columnar_that_is_not_a_boolean(tmp_path, value: Any, fmt: str) -> None:
     with pytest.raises(
-        ConfigError, match=r"feed 'pg': bad options for format debezium_json: .*columnar must be true or false"
+        ConfigError, match=rf"feed 'pg': bad options for format {fmt}: .*columnar must be true or false"
     ):
-        load_config(_config(tmp_path, {"columnar": value}))
+        load_config(_config(tmp_path, {"columnar": value}, fmt))
+
+
+def test_config_rejects_columnar_for_a_record_by_record_format(tmp_path) -> None:
+    record_by_record = sorted(set(FORMATS) - set(COLUMNAR_FORMATS))
+    assert record_by_record, "every format is columnar: drop this test"
+    with pytest.raises(ConfigError, match="columnar"):
+        load_config(_config(tmp_path, {"columnar": True}, record_by_record[0]))

@@ -136,6 +136,10 @@ class ArcionInternalJsonDecoder(Decoder):
     identifier: ClassVar[str] = "arcion_internal_json"
     default_framing: ClassVar[str] = "documents"
     framings: ClassVar[tuple[str, ...]] = ("documents", "lines")
+    option_names: ClassVar[tuple[str, ...]] = ("columnar",)
+    columnar_decoder: ClassVar[str | None] = (
+        "udfs.formats.arcion_internal_json_columnar:decode_arcion_internal_columnar"
+    )
 
     def decode(self, record: Record) -> list[Change]:
         """Decode one JSON document into one :class:`~udfs.contract.Change`."""
