@@ -18,7 +18,7 @@ columnar
     ``udfs.formats.debezium_json_columnar.decode_debezium_columnar``) over the Arrow batch
     (records it cannot do exactly go to ``decode_records`` inside it); Debezium's cache of
     Kafka Connect schema texts warm (a long-running Python worker).
-columnar_cold (``debezium_json``)
+columnar_cold (the formats of Kafka Connect envelopes: Debezium, Arcion Kafka, CDL, Lindorm)
     the same with the schema cache emptied before every batch (each batch tokenizes
     and parses the schemas it holds).
 orjson
@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.data import FORMAT_CASES, tables_config, write_dataset
     from udfs.decode import decode_records
+    from udfs.formats import columnar as shared
     from udfs.formats import decoder_class
 
     case = FORMAT_CASES[args.format]
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             return decode_columnar(opts, *batch)
 
         def columnar_cold(batch: Any) -> pa.Array:
-            col.clear_schema_cache()  # every batch parses its Kafka Connect schemas again
+            shared.clear_schema_cache()  # every batch parses its Kafka Connect schemas again
             return decode_columnar(opts, *batch)
 
         def by_orjson(batch: Any) -> int:
@@ -232,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         runners: dict[str, Callable[[pa.Array], Any]] = {
             "decode_records": plain,
             "columnar": columnar,
-            **({"columnar_cold": columnar_cold} if hasattr(col, "clear_schema_cache") else {}),
+            # the formats of Kafka Connect envelopes keep a schema cache
+            **({"columnar_cold": columnar_cold} if hasattr(col, "open_connect_batch") else {}),
             "orjson": by_orjson,
             "pyarrow_json": by_pyarrow,
         }

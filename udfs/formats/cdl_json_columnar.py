@@ -6,7 +6,7 @@ whole batch; ``cdc_decode`` runs it for every such feed unless its option ``colu
 is false (:func:`udfs.spark_udfs.decode_array`). The building blocks are
 :mod:`udfs.formats.columnar`'s (validation, tokens, values, the Kafka Connect schema
 cache, ``assemble``) and the Connect value typing of
-:mod:`udfs.formats.debezium_json_columnar`; this module reads the two versions of
+:mod:`udfs.formats.columnar_connect`; this module reads the two versions of
 :mod:`udfs.formats.cdl_json`, mixed in one batch, wrapped (``{"schema", "payload"}``) or
 not::
 
@@ -89,16 +89,7 @@ from udfs.formats.columnar import (
     tick,
     top_level,
 )
-from udfs.formats.debezium_json_columnar import (
-    _B64_PLACEHOLDER,
-    _B64_PLACEHOLDER_PREFIX,
-    F_DECIMAL,
-    F_NONE,
-    F_UNSUPPORTED,
-    UNAVAILABLE,
-    _field_kind,
-    _typed,
-)
+from udfs.formats.columnar_connect import F_NONE, F_UNSUPPORTED, field_kind, typed_values, unavailable
 
 LAST_STATS: dict[str, Any] = {}
 _stats: dict[str, Any] = {}
@@ -163,7 +154,7 @@ def decode_cdl_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Array
 
 
 def _cdl_field_kind(f: Any) -> tuple[int, str | None, int]:
-    """``_field_kind`` of a field schema as ``decode_value`` reads it: a name it does not
+    """``field_kind`` of a field schema as ``decode_value`` reads it: a name it does not
     know is decoded as the plain type."""
     if isinstance(f, dict) and "name" in f and f["name"] is not None:
         if not isinstance(f["name"], str):
@@ -172,7 +163,7 @@ def _cdl_field_kind(f: Any) -> tuple[int, str | None, int]:
             f = {k: v for k, v in f.items() if k != "name"}
     if isinstance(f, dict) and not isinstance(f.get("type"), (str, type(None))):
         return F_UNSUPPORTED, None, 0
-    return _field_kind(f)
+    return field_kind(f)
 
 
 def _struct_fields(sid: int, v2: int) -> tuple[list[Any], list[str] | None, bool]:
@@ -502,18 +493,12 @@ def _fast(
     tick("typed")
     # TOAST: the placeholder is "not provided"; its base64 in a binary column or one
     # without a schema too; anything else like it falls back
-    is_str = ev["kind"] == K_STR
-    toast = is_str & flags(pc.equal(etext, UNAVAILABLE))
-    b64 = is_str & flags(pc.starts_with(etext, _B64_PLACEHOLDER_PREFIX))
-    b64_exact = b64 & flags(pc.equal(etext, _B64_PLACEHOLDER))
-    fb[erec[b64 & ~b64_exact]] = True
-    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
-    fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
+    toast, b64 = unavailable(etext, ev["kind"], fk, erec, fb)
     is_unique = side == 2
     fb[erec[is_unique & (toast | b64)]] = True  # a placeholder in the key: rare
     prov = ~toast
     # a null is None whatever its type (the schema's types decoded: ``_struct_fields``)
-    etext, eesc = _typed(b, ev, etext, eesc, fk, scale, erec, prov & (ev["kind"] != K_NULL), fb)
+    etext, eesc = typed_values(b, ev, etext, eesc, fk, scale, erec, prov & (ev["kind"] != K_NULL), fb)
 
     # image entries: lower-cased names, a name twice in one image -> fallback
     im = np.flatnonzero(~is_unique)

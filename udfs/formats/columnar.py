@@ -1,19 +1,27 @@
 """Building blocks of the columnar decoders, which give the very result of ``decode_records``.
 
-A columnar decoder (``debezium_json_columnar``, ``dts_shareplex_json_columnar``) decodes a
+A columnar decoder (``udfs/formats/<format>_columnar.py``, one per JSON format) decodes a
 batch of records with numpy / pyarrow over the batch's bytes, never building a Python
 object per column value, and hands every record it cannot do exactly to
 ``decode_records`` (:func:`decode_columnar` merges both back in order). What they share:
 
-* :func:`validate` (msgspec checks the batch in one call), :func:`buffers`;
+* :func:`validate` (msgspec checks the batch in one call), :func:`buffers`,
+  :func:`open_batch`; for Kafka Connect envelopes :func:`open_connect_batch` and the
+  schema cache (a schema text seen before cut out of its record, each parsed once);
 * :class:`Tokens`: quotes, escapes and structural characters of the batch, each
   colon's enclosing object; ``values`` / ``texts``: a value's kind, span and canonical
   text (``canonical_text``: ``-0`` as ``0``, a fraction's literal, escapes undone);
 * :func:`slots` / :func:`field_values`: the fields of the objects a format reads;
+  :func:`row_entries`: the entries of its row objects; :class:`Images`: the before and
+  after images composed from them; :func:`event_keys`: a record's own (Kafka) key;
+* :func:`distinct_tables`, :func:`resolve_tables`, :func:`key_positions`,
+  :func:`key_sides`: table ids, configured keys and where each record's key is read;
 * :func:`assemble`: from image entries and per-record fields to the ``cdc_decode``
   result: the maps, column lists, key and ``key_text``, ``col_types``, extras and the
   event id (its JSON text assembled column-wise, SHA-256 per change), as
   ``udfs.decode.normalize`` and ``_event_id`` build them.
+
+Kafka Connect value typing is in :mod:`udfs.formats.columnar_connect`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """A columnar Debezium JSON decoder giving the very result of ``decode_records``.
 
 (Its building blocks, shared with the other columnar decoders, are in
-:mod:`udfs.formats.columnar`: validation, tokens, values, the assembly of the results.)
+:mod:`udfs.formats.columnar`: validation, tokens, values, the schema cache, Kafka keys,
+the assembly of the results; the Kafka Connect value typing in
+:mod:`udfs.formats.columnar_connect`.)
 
 ``decode_debezium_columnar(options_json, texts, kafka_keys)`` takes a batch of record
 lines as an Arrow string array and returns the ``cdc_decode`` result (``DECODE_RESULT_DDL``
@@ -58,14 +60,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.contract import QuarantineError
 from udfs.formats import connect_types
 from udfs.formats.columnar import (
     DECODE_TYPE,
     K_ABSENT,
     K_ARR,
-    K_FALSE,
-    K_FRAC,
     K_INT,
     K_NULL,
     K_OBJ,
@@ -87,7 +86,6 @@ from udfs.formats.columnar import (
     object_tokens,
     on_valid_only,
     open_connect_batch,
-    patch,
     resolve_tables,
     row_entries,
     schema_cache_size,
@@ -97,6 +95,7 @@ from udfs.formats.columnar import (
     table_id_array,
     tick,
 )
+from udfs.formats.columnar_connect import F_NONE, field_kind, typed_values, unavailable
 from udfs.formats.debezium_json import _envelope_fields
 
 # the schema cache lives in udfs.formats.columnar (shared with the other Connect envelopes)
@@ -104,11 +103,6 @@ __all__ = ["LAST_STATS", "clear_schema_cache", "decode_debezium_columnar", "sche
 _schema_id, _cut_known_schemas = schema_id, cut_known_schemas
 
 LAST_STATS: dict[str, Any] = {}
-
-UNAVAILABLE = "__debezium_unavailable_value"
-#: base64 of the placeholder's bytes starts so (any string starting so falls back)
-_B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
-
 
 # object roles
 R_NONE, R_TOP, R_PAYLOAD, R_BEFORE, R_AFTER, R_SOURCE = range(6)
@@ -149,97 +143,6 @@ EXTRA_FIELDS = [
     *((n, n) for n in ("gtid", "server_id", "file", "pos", "row", "lsn", "txId", "scn", "change_lsn")),
 ]
 
-# field kinds of a Kafka Connect field schema
-F_NONE, F_PLAIN, F_INT, F_FLOAT, F_BOOL, F_UNSUPPORTED, F_DECIMAL, F_TS_US, F_TS_MS = range(9)
-#: canonical base64 of the TOAST placeholder's bytes (a binary column's placeholder)
-_B64_PLACEHOLDER = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
-_B64 = np.full(256, 255, dtype=np.uint8)
-for _i, _c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"):
-    _B64[_c] = _i
-_B64[ord("=")] = 64
-#: microseconds of 1000-01-01 and of 9999-12-31T23:59:59.999999 (outside: the fallback)
-_TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
-_NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-# ----------------------------------------------------------------------------- schemas
-
-
-def _field_kind(f: Any) -> tuple[int, str | None, int]:
-    """(field kind, Spark type, decimal scale) of a Kafka Connect field schema (a name or
-    type that is not a text, which the decoders cannot look up: unsupported)."""
-    if not isinstance(f, dict):
-        return F_NONE, None, 0
-    if not all(isinstance(f.get(k), (str, type(None))) for k in ("name", "type")):
-        return F_UNSUPPORTED, None, 0
-    name = f.get("name")
-    if name is not None:
-        try:
-            kind = connect_types.logical_type(f)
-            if name == connect_types.DECIMAL:
-                scale = connect_types._int_param(f, "scale", None)
-                if scale is not None and 0 <= scale <= 6:  # Arrow writes no exponent up to 6
-                    return F_DECIMAL, kind, scale
-            elif name == "io.debezium.time.MicroTimestamp":
-                return F_TS_US, kind, 0
-            elif name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
-                return F_TS_MS, kind, 0
-        except QuarantineError:
-            pass
-        return F_UNSUPPORTED, None, 0
-    t = f.get("type")
-    kind = connect_types._PRIMITIVE_TYPES.get(t) if isinstance(t, str) else None
-    if t in connect_types._INT_TYPES:
-        return F_INT, kind, 0
-    if t in connect_types._FLOAT_TYPES:
-        return F_FLOAT, kind, 0
-    if t == "boolean":
-        return F_BOOL, kind, 0
-    if t == "bytes":
-        return F_UNSUPPORTED, kind, 0
-    return F_PLAIN, kind, 0
-
-
-def _decimal_texts(
-    b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.ndarray
-) -> tuple[pa.Array, np.ndarray]:
-    """Kafka Connect ``Decimal`` values (base64 of the big-endian two's-complement
-    unscaled integer, at most 16 bytes) as decimal text; and which could not be done
-    (bad base64, too long: the fallback decides). Arrow's decimal128 to string is
-    ``_scaled_text`` for scales 0..6."""
-    n = len(start)
-    width = 24
-    length = end - start
-    j = np.arange(width)
-    inside = j[None, :] < length[:, None]
-    ch = b[np.where(inside, start[:, None] + j, 0)]
-    sext = np.where(inside, _B64[ch], 0)
-    is_pad = (sext == 64) & inside
-    npad = is_pad.sum(axis=1)
-    pad_at_end = (is_pad == (inside & (j[None, :] >= (length - npad)[:, None]))).all(axis=1)
-    bad = (length % 4 != 0) | (length > width) | (sext == 255).any(axis=1) | (npad > 2) | ~pad_at_end
-    sext = np.where(is_pad, 0, sext).astype(np.uint32).reshape(n, width // 4, 4)
-    triple = (sext[:, :, 0] << 18) | (sext[:, :, 1] << 12) | (sext[:, :, 2] << 6) | sext[:, :, 3]
-    raw = np.stack(((triple >> 16) & 255, (triple >> 8) & 255, triple & 255), axis=2).reshape(n, -1).astype(np.uint8)
-    nbytes = length // 4 * 3 - npad
-    bad |= nbytes > 16
-    nbytes = np.where(bad, 0, nbytes)
-    neg = (nbytes > 0) & (raw[:, 0] >= 128)
-    k = np.arange(16)
-    src = nbytes[:, None] - 1 - k[None, :]
-    le = np.where(src >= 0, raw[np.arange(n)[:, None], np.clip(src, 0, None)], np.where(neg, 255, 0)[:, None])
-    le = np.ascontiguousarray(le.astype(np.uint8))
-    out = pa.nulls(n, pa.string())
-    for sc in np.unique(scales).tolist():
-        at = np.flatnonzero(scales == sc)
-        dec = pa.Array.from_buffers(pa.decimal128(38, sc), len(at), [None, pa.py_buffer(le[at].tobytes())])
-        out = patch(out, at, pc.cast(dec, pa.string()))
-    return out, bad
-
-
 # ----------------------------------------------------------------------------- main
 
 
@@ -257,57 +160,6 @@ def decode_debezium_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.
 
 
 _fast_stats: dict[str, Any] = {}
-
-
-def _typed(
-    b: np.ndarray,
-    ev: dict[str, np.ndarray],
-    etext: pa.Array,
-    eesc: pa.Array,
-    fk: np.ndarray,
-    scale: np.ndarray,
-    erec: np.ndarray,
-    prov: np.ndarray,
-    fb: np.ndarray,
-) -> tuple[pa.Array, pa.Array]:
-    """Values checked against their field kind (what ``decode_value`` would quarantine
-    sends the record to the fallback) and the logical types decoded, for the values
-    ``prov`` selects; returns the texts and escaped texts with those replaced."""
-    ek = ev["kind"]
-    is_str = ek == K_STR
-    fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
-    fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
-    fb[erec[prov & (fk == F_BOOL) & (ek != K_TRUE) & (ek != K_FALSE) & (ek != K_NULL)]] = True
-    nonfinite = is_str & np.asarray(
-        pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
-    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
-    fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
-    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
-    dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
-    if len(dec_at):
-        fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
-        dtext, dbad = _decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], scale[dec_at])
-        fb[erec[dec_at[dbad]]] = True
-        etext = patch(etext, dec_at, dtext)
-        eesc = patch(eesc, dec_at, dtext)
-    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
-    if len(ts_at):
-        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
-        fb[erec[ts_at[long]]] = True
-        lit = etext.take(pa.array(ts_at))
-        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
-        is_ms = fk[ts_at] == F_TS_MS
-        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
-        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
-        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
-        micros = np.clip(micros, _TS_MIN, _TS_MAX)
-        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
-        ttext = cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
-        etext = patch(etext, ts_at, ttext)
-        eesc = patch(eesc, ts_at, ttext)
-    return etext, eesc
 
 
 def _key_typer(schema_id: np.ndarray, schemas: list[Any]) -> Any:
@@ -342,9 +194,9 @@ def _key_typer(schema_id: np.ndarray, schemas: list[Any]) -> Any:
                 **connect_types.field_schemas(env.get("after")),
                 **(connect_types.field_schemas(schemas[k_s]) if k_s else {}),
             }
-            k, _, sc = _field_kind(fields.get(rnames[r_c]))
+            k, _, sc = field_kind(fields.get(rnames[r_c]))
             fk_c[c_i], sc_c[c_i] = k, sc
-        return _typed(ktok.b, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(erec), dtype=bool), kfb)
+        return typed_values(ktok.b, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(erec), dtype=bool), kfb)
 
     return typed
 
@@ -589,18 +441,6 @@ def _fast(
     erec = crec[m]
     side = (pr[m] == R_AFTER).astype(np.int64)
     raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _fast_stats)
-    # TOAST: the placeholder text is "not provided"; a possible base64 placeholder -> fallback
-    is_str = ev["kind"] == K_STR
-    toast = is_str & np.asarray(
-        pc.fill_null(pc.equal(etext, UNAVAILABLE), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    b64 = is_str & np.asarray(
-        pc.fill_null(pc.starts_with(etext, _B64_PLACEHOLDER_PREFIX), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    b64_exact = b64 & np.asarray(
-        pc.fill_null(pc.equal(etext, _B64_PLACEHOLDER), False).to_numpy(zero_copy_only=False), dtype=bool
-    )
-    fb[erec[b64 & ~b64_exact]] = True
     # schema kinds: per (schema, side, raw name)
     renc = pc.dictionary_encode(raw_names)
     rcode = renc.indices.to_numpy()
@@ -619,7 +459,7 @@ def _fast(
             fs = connect_types.field_schemas(fields.get(nm))
             for r_i, rn in enumerate(rnames):
                 if rn in fs:
-                    k, t, sc = _field_kind(fs[rn])
+                    k, t, sc = field_kind(fs[rn])
                     fkind_tab[u_i, sd, r_i] = k
                     fscale_tab[u_i, sd, r_i] = sc
                     if t not in type_code:
@@ -628,13 +468,12 @@ def _fast(
                     ftype_tab[u_i, sd, r_i] = type_code[t]
     esid = np.searchsorted(used, schema_id[erec])
     fk = fkind_tab[esid, side, rcode]
-    # the base64 placeholder: not provided in a binary (Decimal) column or one without a
-    # schema; a plain value in a column whose schema is not binary
-    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
-    fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
+    # TOAST: the placeholder is "not provided" (its base64 too, in a binary column or one
+    # without a schema; a plain value in a column whose schema is not binary)
+    toast, _ = unavailable(etext, ev["kind"], fk, erec, fb)
     prov = ~toast
     etype = ftype_tab[esid, side, rcode]
-    etext, eesc = _typed(b, ev, etext, eesc, fk, fscale_tab[esid, side, rcode], erec, prov, fb)
+    etext, eesc = typed_values(b, ev, etext, eesc, fk, fscale_tab[esid, side, rcode], erec, prov, fb)
     # lower-cased names; a name twice in one image (before or after lowering) -> fallback
     lnames = pc.ascii_lower(raw_names)
     lenc = pc.dictionary_encode(lnames)

@@ -13,7 +13,7 @@ building blocks are :mod:`udfs.formats.columnar`'s (validation, tokens, values,
 
 (or the payload alone). The Kafka Connect schema is cut out as text and parsed once per
 distinct text (the schema cache of :mod:`udfs.formats.columnar`); values are typed by
-``_field_kind`` and ``_typed`` of :mod:`udfs.formats.debezium_json_columnar`. Lindorm is
+``field_kind`` and ``typed_values`` of :mod:`udfs.formats.columnar_connect`. Lindorm is
 not Debezium-based: its "unavailable value" placeholder is plain data, none is looked for.
 
 Done column-wise: ops ``c`` / ``r`` / ``u`` / ``d``; SQL tables (typed values of the
@@ -46,7 +46,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.formats import debezium_json_columnar as dbz
 from udfs.formats.columnar import (
     DECODE_TYPE,
     K_ABSENT,
@@ -79,6 +78,7 @@ from udfs.formats.columnar import (
     table_id_array,
     top_level,
 )
+from udfs.formats.columnar_connect import F_NONE, field_kind, typed_values
 from udfs.formats.connect_types import decode_row, field_schemas
 from udfs.formats.lindorm_json import ROW, LindormJsonDecoder
 
@@ -256,17 +256,17 @@ def _fast(
     renc = pc.dictionary_encode(raw_names)
     rcode = renc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     rnames = renc.dictionary.to_pylist()
-    fk_tab = np.full((len(used), 2, max(len(rnames), 1)), dbz.F_NONE, dtype=np.int8)
+    fk_tab = np.full((len(used), 2, max(len(rnames), 1)), F_NONE, dtype=np.int8)
     sc_tab = np.zeros((len(used), 2, max(len(rnames), 1)), dtype=np.int32)
     for u_i, (_, _, fs_before, fs_after) in enumerate(infos):
         for sd, fs in ((0, fs_before), (1, fs_after)):
             for r_i, name in enumerate(rnames):
                 if name in fs:
-                    fk_tab[u_i, sd, r_i], _, sc_tab[u_i, sd, r_i] = dbz._field_kind(fs[name])
+                    fk_tab[u_i, sd, r_i], _, sc_tab[u_i, sd, r_i] = field_kind(fs[name])
     if ne_:
         sql_e = ~hb[erec]
         at = (sid_at[erec], eobj, rcode)
-        etext, eesc = dbz._typed(b, ev, etext, eesc, fk_tab[at], sc_tab[at], erec, sql_e, fb)
+        etext, eesc = typed_values(b, ev, etext, eesc, fk_tab[at], sc_tab[at], erec, sql_e, fb)
 
     # --- an SQL update's after: NULL for the columns before or the configuration
     # names and after lacks (before's, then the configured ones, by lower-cased name)

@@ -1,0 +1,181 @@
+"""Kafka Connect values done column-wise, for the columnar decoders of Connect envelopes
+(Debezium JSON, Huawei CDL, Lindorm; :mod:`udfs.formats.connect_types` is what they match).
+
+:func:`field_kind` classes a field schema (what the column-wise path can type, or not);
+:func:`typed_values` checks the values against their field kinds (what ``decode_value``
+would quarantine sends the record to the fallback) and decodes the logical types done
+here: ``Decimal`` with a scale of 0..6 (base64 decoded by numpy into 16-byte two's
+complement, written by Arrow's decimal128 to string, which equals ``_scaled_text`` up to
+scale 6), ``MicroTimestamp`` and the millisecond ``Timestamp`` s (Arrow ``strftime`` of
+microseconds, years 1000..9999). :func:`unavailable` finds Debezium's TOAST placeholder,
+as text or as base64 in a binary column. Every other logical type is ``F_UNSUPPORTED``:
+its records fall back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from udfs.contract import QuarantineError
+from udfs.formats import connect_types
+from udfs.formats.columnar import K_FALSE, K_FRAC, K_INT, K_NULL, K_STR, K_TRUE, cat, flags, patch
+
+UNAVAILABLE = "__debezium_unavailable_value"
+#: base64 of the placeholder's bytes starts so (any string starting so falls back)
+B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
+
+
+# field kinds of a Kafka Connect field schema
+F_NONE, F_PLAIN, F_INT, F_FLOAT, F_BOOL, F_UNSUPPORTED, F_DECIMAL, F_TS_US, F_TS_MS = range(9)
+#: canonical base64 of the TOAST placeholder's bytes (a binary column's placeholder)
+B64_PLACEHOLDER = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+_B64 = np.full(256, 255, dtype=np.uint8)
+for _i, _c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"):
+    _B64[_c] = _i
+_B64[ord("=")] = 64
+#: microseconds of 1000-01-01 and of 9999-12-31T23:59:59.999999 (outside: the fallback)
+_TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
+_NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
+
+
+def field_kind(f: Any) -> tuple[int, str | None, int]:
+    """(field kind, Spark type, decimal scale) of a Kafka Connect field schema (a name or
+    type that is not a text, which the decoders cannot look up: unsupported)."""
+    if not isinstance(f, dict):
+        return F_NONE, None, 0
+    if not all(isinstance(f.get(k), (str, type(None))) for k in ("name", "type")):
+        return F_UNSUPPORTED, None, 0
+    name = f.get("name")
+    if name is not None:
+        try:
+            kind = connect_types.logical_type(f)
+            if name == connect_types.DECIMAL:
+                scale = connect_types._int_param(f, "scale", None)
+                if scale is not None and 0 <= scale <= 6:  # Arrow writes no exponent up to 6
+                    return F_DECIMAL, kind, scale
+            elif name == "io.debezium.time.MicroTimestamp":
+                return F_TS_US, kind, 0
+            elif name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
+                return F_TS_MS, kind, 0
+        except QuarantineError:
+            pass
+        return F_UNSUPPORTED, None, 0
+    t = f.get("type")
+    kind = connect_types._PRIMITIVE_TYPES.get(t) if isinstance(t, str) else None
+    if t in connect_types._INT_TYPES:
+        return F_INT, kind, 0
+    if t in connect_types._FLOAT_TYPES:
+        return F_FLOAT, kind, 0
+    if t == "boolean":
+        return F_BOOL, kind, 0
+    if t == "bytes":
+        return F_UNSUPPORTED, kind, 0
+    return F_PLAIN, kind, 0
+
+
+def decimal_texts(b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Kafka Connect ``Decimal`` values (base64 of the big-endian two's-complement
+    unscaled integer, at most 16 bytes) as decimal text; and which could not be done
+    (bad base64, too long: the fallback decides). Arrow's decimal128 to string is
+    ``_scaled_text`` for scales 0..6."""
+    n = len(start)
+    width = 24
+    length = end - start
+    j = np.arange(width)
+    inside = j[None, :] < length[:, None]
+    ch = b[np.where(inside, start[:, None] + j, 0)]
+    sext = np.where(inside, _B64[ch], 0)
+    is_pad = (sext == 64) & inside
+    npad = is_pad.sum(axis=1)
+    pad_at_end = (is_pad == (inside & (j[None, :] >= (length - npad)[:, None]))).all(axis=1)
+    bad = (length % 4 != 0) | (length > width) | (sext == 255).any(axis=1) | (npad > 2) | ~pad_at_end
+    sext = np.where(is_pad, 0, sext).astype(np.uint32).reshape(n, width // 4, 4)
+    triple = (sext[:, :, 0] << 18) | (sext[:, :, 1] << 12) | (sext[:, :, 2] << 6) | sext[:, :, 3]
+    raw = np.stack(((triple >> 16) & 255, (triple >> 8) & 255, triple & 255), axis=2).reshape(n, -1).astype(np.uint8)
+    nbytes = length // 4 * 3 - npad
+    bad |= nbytes > 16
+    nbytes = np.where(bad, 0, nbytes)
+    neg = (nbytes > 0) & (raw[:, 0] >= 128)
+    k = np.arange(16)
+    src = nbytes[:, None] - 1 - k[None, :]
+    le = np.where(src >= 0, raw[np.arange(n)[:, None], np.clip(src, 0, None)], np.where(neg, 255, 0)[:, None])
+    le = np.ascontiguousarray(le.astype(np.uint8))
+    out = pa.nulls(n, pa.string())
+    for sc in np.unique(scales).tolist():
+        at = np.flatnonzero(scales == sc)
+        dec = pa.Array.from_buffers(pa.decimal128(38, sc), len(at), [None, pa.py_buffer(le[at].tobytes())])
+        out = patch(out, at, pc.cast(dec, pa.string()))
+    return out, bad
+
+
+def typed_values(
+    b: np.ndarray,
+    ev: dict[str, np.ndarray],
+    etext: pa.Array,
+    eesc: pa.Array,
+    fk: np.ndarray,
+    scale: np.ndarray,
+    erec: np.ndarray,
+    prov: np.ndarray,
+    fb: np.ndarray,
+) -> tuple[pa.Array, pa.Array]:
+    """Values checked against their field kind (what ``decode_value`` would quarantine
+    sends the record to the fallback) and the logical types decoded, for the values
+    ``prov`` selects; returns the texts and escaped texts with those replaced."""
+    ek = ev["kind"]
+    is_str = ek == K_STR
+    fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
+    fb[erec[prov & (fk == F_INT) & (ek != K_INT) & (ek != K_NULL)]] = True
+    fb[erec[prov & (fk == F_BOOL) & (ek != K_TRUE) & (ek != K_FALSE) & (ek != K_NULL)]] = True
+    nonfinite = is_str & np.asarray(
+        pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
+    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
+    fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
+    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
+    dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
+    if len(dec_at):
+        fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
+        dtext, dbad = decimal_texts(b, ev["start"][dec_at], ev["end"][dec_at], scale[dec_at])
+        fb[erec[dec_at[dbad]]] = True
+        etext = patch(etext, dec_at, dtext)
+        eesc = patch(eesc, dec_at, dtext)
+    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
+    if len(ts_at):
+        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
+        fb[erec[ts_at[long]]] = True
+        lit = etext.take(pa.array(ts_at))
+        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
+        is_ms = fk[ts_at] == F_TS_MS
+        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
+        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
+        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
+        micros = np.clip(micros, _TS_MIN, _TS_MAX)
+        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
+        ttext = cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
+        etext = patch(etext, ts_at, ttext)
+        eesc = patch(eesc, ts_at, ttext)
+    return etext, eesc
+
+
+def unavailable(
+    etext: pa.Array, kind: np.ndarray, fk: np.ndarray, erec: np.ndarray, fb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Debezium's TOAST placeholder among image values (their canonical texts, JSON kinds
+    and field kinds): the values that are the placeholder (its text; its canonical base64
+    in a binary column or one without a schema), and the texts that start like its
+    base64. A base64 look-alike that is not exactly it, or the base64 in a column of
+    another logical type, flags its record in ``fb`` (the decoder decides)."""
+    is_str = kind == K_STR
+    toast = is_str & flags(pc.equal(etext, UNAVAILABLE))
+    b64 = is_str & flags(pc.starts_with(etext, B64_PLACEHOLDER_PREFIX))
+    b64_exact = b64 & flags(pc.equal(etext, B64_PLACEHOLDER))
+    fb[erec[b64 & ~b64_exact]] = True
+    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
+    fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
+    return toast, b64
