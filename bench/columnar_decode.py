@@ -6,7 +6,7 @@ and ``pyarrow.json.read_json``.
 generates (or reuses, with ``--data``) the benchmark's landing files of the format
 (:mod:`bench.data`; ``debezium_json``: half the envelopes with the Kafka Connect
 schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
-cuts them into lines as ``cdc_read_records`` does (Arrow, ``_valid_lines_struct``), and
+cuts them into lines as ``cdc_read_records`` does (Arrow, ``valid_lines_struct``), and
 in batches of ``B`` records (a ``cdc_decode`` Arrow batch) times, taking turns batch by
 batch (the machine is shared and noisy):
 
@@ -47,10 +47,10 @@ import pyarrow.compute as pc
 
 
 def _lines(path: Path) -> pa.Array:
-    from udfs.spark_udfs import _valid_lines_struct
+    from udfs.spark_udfs import valid_lines_struct
 
     struct_type = pa.struct([("record_index", pa.int32()), ("text", pa.string())])
-    part = _valid_lines_struct(path.read_bytes(), struct_type)
+    part = valid_lines_struct(path.read_bytes(), struct_type)
     assert part is not None, f"{path}: not cut by the Arrow fast path"
     return part.field("text")
 

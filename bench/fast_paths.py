@@ -12,7 +12,7 @@ give the same result, and prints microseconds per record and the ratio:
 * ``loads_exact``: msgspec (``float_hook`` keeps a number's text), against the stdlib
   parser with the same hooks, through ``decode_records``;
 * ``kcat columns``: each ``kcat -J`` line parsed by msgspec straight into its fields,
-  one Arrow column per field (``_kcat_struct``), against ``split_kcat`` and
+  one Arrow column per field (``kcat_struct``), against ``split_kcat`` and
   ``_records_struct``, through ``read_records_array`` (kcat formats only);
 * ``split_kcat``: with the column path off, msgspec for the ``kcat -J`` wrapper of each
   record, against ``json.loads``, through ``read_records_array`` (kcat formats only).
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     from udfs import contract, framing, spark_udfs
     from udfs.decode import decode_records
     from udfs.framing import split_file
-    from udfs.spark_udfs import RECORDS_DDL, _arrow_type, read_records, read_records_array
+    from udfs.spark_udfs import RECORDS_DDL, arrow_type, read_records, read_records_array
 
-    records_type = _arrow_type(RECORDS_DDL)
+    records_type = arrow_type(RECORDS_DDL)
     fast_json, fast_kcat, kcat_line = contract._FAST_JSON, framing._FAST_JSON, spark_udfs._KCAT_LINE
 
     print(f"{'format':22} {'fast path':18} {'records':>8} {'plain us/rec':>13} {'fast us/rec':>12} {'ratio':>6}")

@@ -102,7 +102,7 @@ DECODE_RESULT_DDL = (
 
 
 @lru_cache(maxsize=64)
-def _decoder(options_json: str) -> tuple[Any, dict[str, Any]]:
+def decoder_from_options(options_json: str) -> tuple[Any, dict[str, Any]]:
     from udfs.formats import decoder_class
 
     opts = json.loads(options_json)
@@ -184,7 +184,7 @@ def partition_name_bytes(table_id: str) -> int:
     return sum(3 if ch in _ESCAPED else len(ch.encode("utf-8", "surrogatepass")) for ch in table_id)
 
 
-def _table_id(tables: dict[str, dict[str, Any]], db: str | None, schema: str | None, table: str) -> str:
+def table_id_for(tables: dict[str, dict[str, Any]], db: str | None, schema: str | None, table: str) -> str:
     configured = match_table(tables, db, schema, table)
     if configured:
         return configured
@@ -212,15 +212,15 @@ def normalize(
     if not table:
         raise QuarantineError("no table name")
     if table_ids is None:
-        table_id = _table_id(tables, change.source_db, change.source_schema, table)
+        table_id = table_id_for(tables, change.source_db, change.source_schema, table)
     else:
         where = (change.source_db, change.source_schema, table)
         try:
             table_id = table_ids[where]
         except KeyError:
-            table_id = table_ids[where] = _table_id(tables, *where)
+            table_id = table_ids[where] = table_id_for(tables, *where)
         except TypeError:  # a name that is not hashable: no cache
-            table_id = _table_id(tables, *where)
+            table_id = table_id_for(tables, *where)
     if partition_name_bytes(table_id) > MAX_PARTITION_NAME_BYTES:
         raise QuarantineError(
             f"table name {table_id[:60]!r}... is too long: the changelog and the state are partitioned by table, and "
@@ -303,7 +303,7 @@ def decode_records(
     """Decode a batch of records of one feed; one result dict per record (see module doc)."""
     results: list[dict[str, Any]] = []
     try:
-        decoder, opts = _decoder(options_json)
+        decoder, opts = decoder_from_options(options_json)
     except (ValueError, KeyError) as exc:
         reason = f"bad decoder options: {exc}"
         return [{"status": "quarantined", "reason": reason, "changes": None} for _ in texts]

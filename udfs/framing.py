@@ -92,7 +92,7 @@ def _utf8(raw: bytes, index: int) -> RawRecord:
         )
 
 
-def _strip_bom(content: bytes) -> bytes:
+def strip_bom(content: bytes) -> bytes:
     return content[3:] if content.startswith(b"\xef\xbb\xbf") else content
 
 
@@ -112,7 +112,7 @@ def _escaped(text: str, index: int, error: str | None = None, **fields: object) 
 def split_lines(content: bytes) -> list[RawRecord]:
     out = []
     index = 0
-    for line in _strip_bom(content).split(b"\n"):
+    for line in strip_bom(content).split(b"\n"):
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line.strip():
@@ -123,7 +123,7 @@ def split_lines(content: bytes) -> list[RawRecord]:
 
 
 def split_documents(content: bytes) -> list[RawRecord]:
-    text = _strip_bom(content).decode("utf-8", "surrogateescape")
+    text = strip_bom(content).decode("utf-8", "surrogateescape")
     decoder = json.JSONDecoder()
     out: list[RawRecord] = []
     pos, n = 0, len(text)
@@ -260,7 +260,7 @@ def split_kafka_parquet(content: bytes, binary_values: bool = False) -> list[Raw
 
 
 def split_csv(content: bytes, header: bool = False) -> list[RawRecord]:
-    rows = _csv_rows(_strip_bom(content).decode("utf-8", "surrogateescape"))
+    rows = _csv_rows(strip_bom(content).decode("utf-8", "surrogateescape"))
     names: list[str] | None = None
     if header and rows:
         import csv

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
-from udfs.framing import RawRecord, _strip_bom, split_file
+from udfs.framing import RawRecord, split_file, strip_bom
 from udfs.types import widest_type
 
 RECORDS_DDL = (
@@ -116,7 +116,7 @@ _ARROW_OF_DDL: dict[str, pa.DataType] = {
 }
 
 
-def _arrow_type(ddl: str) -> pa.DataType:
+def arrow_type(ddl: str) -> pa.DataType:
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import _parse_datatype_string
 
@@ -187,9 +187,9 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
     try:
         part = None
         if framing == "lines":
-            part = _valid_lines_struct(content, struct_type)
+            part = valid_lines_struct(content, struct_type)
         elif framing == "kcat":
-            part = _kcat_struct(content, struct_type)
+            part = kcat_struct(content, struct_type)
         if part is None:
             part = _records_struct(_split(content, framing, opts), struct_type)
     except FileTooLargeError as exc:
@@ -197,7 +197,7 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
     return part
 
 
-def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
+def valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
     """The ``lines`` framing of ``content`` as records, or None for a file this fast path
     leaves to :func:`udfs.framing.split_lines` (one holding invalid UTF-8, whose bad lines
     are quarantined one by one, or a ``\\r``).
@@ -210,7 +210,7 @@ def _valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.Struct
     import numpy as np
     import pyarrow.compute as pc
 
-    body = _strip_bom(content)
+    body = strip_bom(content)
     if b"\r" in body:
         return None
     if not body.endswith(b"\n"):
@@ -274,7 +274,7 @@ except ImportError:  # pragma: no cover - the project's environment has it
     _KCAT_FAST_ERRORS = ()
 
 
-def _kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
+def kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
     """The ``kcat`` framing of ``content`` as records, or None for a file this fast path
     leaves to :func:`udfs.framing.split_kcat`: one with any line it cannot take exactly
     (not an object with a text ``payload``, a key that is not text, a number out of
@@ -290,7 +290,7 @@ def _kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray |
         return None
     try:
         # a line's \r is JSON whitespace to msgspec, as split_lines cuts it
-        lines = [_KCAT_LINE.decode(line) for line in _strip_bom(content).split(b"\n") if line.strip()]
+        lines = [_KCAT_LINE.decode(line) for line in strip_bom(content).split(b"\n") if line.strip()]
         payloads = [m.payload for m in lines]
         columns = {
             "text": pa.array(payloads, type=pa.string()),
@@ -413,10 +413,10 @@ def columnar_feed(options_json: str) -> Callable[..., pa.StructArray] | None:
     feed option ``columnar`` is false; None for the record-by-record path (also for
     options that do not parse: ``decode_records`` quarantines their records with the
     reason)."""
-    from udfs.decode import _decoder
+    from udfs.decode import decoder_from_options
 
     try:
-        decoder, _ = _decoder(options_json)
+        decoder, _ = decoder_from_options(options_json)
     except (ValueError, KeyError, TypeError):
         return None
     if not decoder.columnar:

@@ -120,9 +120,9 @@ def _batch() -> tuple[list[str | None], dict[str, Any]]:
 
 
 def test_columnar_type_is_the_udf_return_type(spark) -> None:
-    from udfs.spark_udfs import _arrow_type
+    from udfs.spark_udfs import arrow_type
 
-    assert col.DECODE_TYPE == _arrow_type(DECODE_RESULT_DDL)
+    assert col.DECODE_TYPE == arrow_type(DECODE_RESULT_DDL)
 
 
 def test_columnar_option_routes_the_feed() -> None:

@@ -159,10 +159,10 @@ def test_no_files(landing) -> None:
 
 
 def test_types_are_sparks_parse_of_the_ddl(spark) -> None:
-    from udfs.spark_udfs import _arrow_type
+    from udfs.spark_udfs import arrow_type
 
-    assert _arrow_type(DECODED_RECORDS_DDL) == DECODED_RECORDS_TYPE
-    assert _arrow_type(RECORDS_DDL) == RECORDS_TYPE
+    assert arrow_type(DECODED_RECORDS_DDL) == DECODED_RECORDS_TYPE
+    assert arrow_type(RECORDS_DDL) == RECORDS_TYPE
 
 
 def test_in_sql_same_as_the_two_functions_composed(spark, landing) -> None:
@@ -234,11 +234,11 @@ def test_a_kcat_file_past_the_text_limit_is_one_framing_error(monkeypatch) -> No
     """The column-wise ``kcat`` path counts its payloads' UTF-8 bytes against the limit
     as ``split_kcat``'s path does (here 30 ASCII and 15 two-byte characters: 60 bytes)."""
     import udfs.spark_udfs as spark_udfs
-    from udfs.spark_udfs import _kcat_struct, file_records_struct
+    from udfs.spark_udfs import file_records_struct, kcat_struct
 
     content = b'{"payload":"' + b"x" * 30 + b'"}\n{"payload":"' + "é".encode() * 15 + b'"}\n'
     struct_type = RECORDS_TYPE.value_type
-    assert _kcat_struct(content, struct_type) is not None  # the column-wise path takes it
+    assert kcat_struct(content, struct_type) is not None  # the column-wise path takes it
     monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", 59)
     (record,) = file_records_struct(content, "kcat", None, struct_type).to_pylist()
     assert record["error"] == (

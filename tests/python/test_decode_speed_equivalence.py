@@ -167,7 +167,7 @@ def test_read_records_lines_fast_path_equals_split_lines():
     from test_properties import RECORDS_TYPE
 
     from udfs.framing import split_file
-    from udfs.spark_udfs import _valid_lines_struct, file_records_struct
+    from udfs.spark_udfs import file_records_struct, valid_lines_struct
 
     struct_type = RECORDS_TYPE.value_type
     rng = random.Random(11)
@@ -178,7 +178,7 @@ def test_read_records_lines_fast_path_equals_split_lines():
         reference = pa.array([r.__dict__ for r in split_file(content, "lines")], type=struct_type)
         built = file_records_struct(content, "lines", None, struct_type)
         assert built.equals(reference), content
-        fast += _valid_lines_struct(content, struct_type) is not None
+        fast += valid_lines_struct(content, struct_type) is not None
     assert fast > 200, "the Arrow path must be taken by many of the contents"
 
 
@@ -225,7 +225,7 @@ def test_read_records_kcat_fast_path_equals_split_kcat():
     from test_properties import RECORDS_TYPE
 
     from udfs.framing import split_file
-    from udfs.spark_udfs import _kcat_struct, file_records_struct
+    from udfs.spark_udfs import file_records_struct, kcat_struct
 
     struct_type = RECORDS_TYPE.value_type
     rng = random.Random(12)
@@ -238,7 +238,7 @@ def test_read_records_kcat_fast_path_equals_split_kcat():
         reference = pa.array([r.__dict__ for r in split_file(content, "kcat")], type=struct_type)
         built = file_records_struct(content, "kcat", None, struct_type)
         assert built.equals(reference), content[:300]
-        taken = _kcat_struct(content, struct_type) is not None
+        taken = kcat_struct(content, struct_type) is not None
         fast += taken
         slow += not taken
     assert fast > 300 and slow > 1000, (fast, slow)

@@ -27,8 +27,8 @@ import pandas as pd
 
 from udfs.contract import QuarantineError, canonical_text, loads_exact, seq_of
 
-#: Output field -> the cursor key it is read from (matched by :func:`_norm_key`).
-_CURSOR_KEYS: dict[str, tuple[str, ...]] = {
+#: Output field -> the cursor key it is read from (matched by :func:`norm_key`).
+CURSOR_KEYS: dict[str, tuple[str, ...]] = {
     "extractor_id": ("extractorId",),
     "node_id": ("nodeID",),
     "timestamp_ms": ("timestamp",),
@@ -78,13 +78,13 @@ OPERATIONCOUNT_FIELDS: tuple[str, ...] = tuple(_COUNT_KEYS)
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
 
 
-def _norm_key(key: str) -> str:
+def norm_key(key: str) -> str:
     """Lower-case a key and drop ``_``: the only spelling drift we forgive."""
     return key.replace("_", "").lower()
 
 
-_CURSOR_LOOKUP = {_norm_key(k): field for field, keys in _CURSOR_KEYS.items() for k in keys}
-_COUNT_LOOKUP = {_norm_key(k): field for field, k in _COUNT_KEYS.items()}
+CURSOR_LOOKUP = {norm_key(k): field for field, keys in CURSOR_KEYS.items() for k in keys}
+COUNT_LOOKUP = {norm_key(k): field for field, k in _COUNT_KEYS.items()}
 
 
 def _as_int(value: Any, what: str) -> int | None:
@@ -141,7 +141,7 @@ def decode_cursor(text: str | None) -> dict[str, Any] | None:
     raw: dict[str, Any] = {}
     unknown: dict[str, str | None] = {}
     for key, value in obj.items():
-        field = _CURSOR_LOOKUP.get(_norm_key(key))
+        field = CURSOR_LOOKUP.get(norm_key(key))
         if field is None or field in raw:
             # A typo or a second spelling of a field already read: keep it, do not use it.
             unknown[key] = canonical_text(value)
@@ -149,7 +149,7 @@ def decode_cursor(text: str | None) -> dict[str, Any] | None:
         raw[field] = value
 
     out: dict[str, Any] = {}
-    for field in _CURSOR_KEYS:
+    for field in CURSOR_KEYS:
         value = raw.get(field)
         if field in _TEXT_FIELDS:
             out[field] = canonical_text(value)
@@ -228,7 +228,7 @@ def decode_operationcount(text: str | None) -> dict[str, int | None] | None:
     obj = _load_object(text, "operationcount")
     out: dict[str, int | None] = dict.fromkeys(_COUNT_KEYS)
     for key, value in obj.items():
-        field = _COUNT_LOOKUP.get(_norm_key(key))
+        field = COUNT_LOOKUP.get(norm_key(key))
         if field is not None and out[field] is None:
             out[field] = _as_int(value, f"operationcount {field}")
     return out

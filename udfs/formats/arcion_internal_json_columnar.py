@@ -47,14 +47,14 @@ import pyarrow.compute as pc
 from udfs.contract import QuarantineError
 from udfs.decode import decode_records
 from udfs.formats.arcion_cursor import (
-    _COUNT_LOOKUP,
-    _CURSOR_KEYS,
-    _CURSOR_LOOKUP,
+    COUNT_LOOKUP,
+    CURSOR_KEYS,
+    CURSOR_LOOKUP,
     OPERATIONCOUNT_FIELDS,
-    _norm_key,
     cursor_seq,
     decode_cursor,
     decode_operationcount,
+    norm_key,
 )
 from udfs.formats.arcion_internal_json import ArcionInternalJsonDecoder
 from udfs.formats.columnar import (
@@ -66,7 +66,6 @@ from udfs.formats.columnar import (
     K_OBJ,
     K_STR,
     Images,
-    _lookup,
     assemble,
     cat,
     decode_columnar,
@@ -76,6 +75,7 @@ from udfs.formats.columnar import (
     gather,
     key_positions,
     key_sides,
+    lookup,
     object_tokens,
     on_valid_only,
     open_batch,
@@ -259,7 +259,7 @@ def _inner_fields(
     nr = max(len(enc.dictionary), 1)
     srt = np.sort(recs * nr + rcode)
     py[np.unique(srt[1:][srt[1:] == srt[:-1]] // nr)] = True  # a key twice: the last value at the first place
-    fcode = np.array([lookup.get(_norm_key(k), -1) for k in enc.dictionary.to_pylist()] or [-1], dtype=np.int64)
+    fcode = np.array([lookup.get(norm_key(k), -1) for k in enc.dictionary.to_pylist()] or [-1], dtype=np.int64)
     fc = fcode[rcode] if len(rcode) else np.zeros(0, dtype=np.int64)
     v = tok.values(cols)
     t, _, _ = tok.texts(v)
@@ -276,9 +276,9 @@ def _inner_fields(
     return py, kind, out
 
 
-_CURSOR_FIELD_LIST = list(_CURSOR_KEYS)
-_CURSOR_CODES = {k: _CURSOR_FIELD_LIST.index(f) for k, f in _CURSOR_LOOKUP.items()}
-_COUNT_CODES = {k: list(OPERATIONCOUNT_FIELDS).index(f) for k, f in _COUNT_LOOKUP.items()}
+_CURSOR_FIELD_LIST = list(CURSOR_KEYS)
+_CURSOR_CODES = {k: _CURSOR_FIELD_LIST.index(f) for k, f in CURSOR_LOOKUP.items()}
+_COUNT_CODES = {k: list(OPERATIONCOUNT_FIELDS).index(f) for k, f in COUNT_LOOKUP.items()}
 
 
 def _metadata(cursor: pa.Array, operationcount: pa.Array, fb: np.ndarray) -> dict[str, Any]:
@@ -361,7 +361,7 @@ def _take_named(images: Images, base_at: np.ndarray, over_at: np.ndarray, over_o
         return
     over_sorted = np.argsort(images.key[over_at], kind="stable")
     query = (images.rec[base_at] * images.nobj + over_obj) * images.nr + images.rcode[base_at]
-    found, j = _lookup(images.key[over_at][over_sorted], query)
+    found, j = lookup(images.key[over_at][over_sorted], query)
     images.fb[images.rec[base_at][~found]] = True
     source = np.where(found, over_at[over_sorted][j], base_at) if len(over_at) else base_at
     images._parts.append((source, images.rec[base_at], side, 0, base_at))

@@ -70,7 +70,8 @@ def _image(payload: dict[str, Any], name: str) -> dict[str, str | None] | None:
     return {col: canonical_text(value) for col, value in image.items()}
 
 
-def _col_types(doc: Any) -> dict[str, str]:
+def col_types_of(doc: Any) -> dict[str, str]:
+    """Each image column's declared type, from a wrapped message's Connect schema."""
     schema = doc.get("schema") if isinstance(doc, dict) else None
     types: dict[str, str] = {}
     if not isinstance(schema, dict):
@@ -163,7 +164,7 @@ class ArcionKafkaJsonDecoder(Decoder):
                 key=decode_key(record.kafka_key),
                 before=_image(payload, "before"),
                 after=_image(payload, "after"),
-                col_types=_col_types(doc),
+                col_types=col_types_of(doc),
                 seq=seq,
                 commit_ts_us=_ms_to_us(source.get("ts_ms"), "source.ts_ms"),
                 capture_ts_us=_ms_to_us(payload.get("ts_ms"), "ts_ms"),

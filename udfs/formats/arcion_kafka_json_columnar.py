@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from udfs.formats.arcion_kafka_json import ArcionKafkaJsonDecoder, _col_types
+from udfs.formats.arcion_kafka_json import ArcionKafkaJsonDecoder, col_types_of
 from udfs.formats.columnar import (
     DECODE_TYPE,
     K_ABSENT,
@@ -111,7 +111,7 @@ def _col_types_maps(sids: np.ndarray) -> pa.Array:
     used, inv = np.unique(sids, return_inverse=True)
     maps = []
     for sid in used.tolist():
-        types = _col_types({"schema": SCHEMAS[sid]}) if sid else {}
+        types = col_types_of({"schema": SCHEMAS[sid]}) if sid else {}
         maps.append(list({k.lower(): v for k, v in types.items()}.items()))
     return pa.array(maps, type=MAP_TYPE).take(pa.array(np.asarray(inv).ravel()))
 

@@ -159,15 +159,15 @@ class CdlJsonDecoder(Decoder):
         tables = self.options.get("heartbeat_tables", DEFAULT_HEARTBEAT_TABLES)
         if isinstance(tables, str):
             tables = [tables]
-        self._heartbeat_tables = {str(t).lower() for t in tables}
-        self._lsn_format = str(self.options.get("lsn_format", "auto")).lower()
-        if self._lsn_format not in ("auto", "hex"):
-            raise ValueError(f"cdl_json: lsn_format must be auto or hex, not {self._lsn_format!r}")
+        self.heartbeat_tables = {str(t).lower() for t in tables}
+        self.lsn_format = str(self.options.get("lsn_format", "auto")).lower()
+        if self.lsn_format not in ("auto", "hex"):
+            raise ValueError(f"cdl_json: lsn_format must be auto or hex, not {self.lsn_format!r}")
         database = self.options.get("database")
         if database is not None and (not isinstance(database, str) or not database.strip()):
             raise ValueError(f"cdl_json: database must be a database name, not {database!r}")
         #: ``source_db`` of every message (2.0's ``source.db`` goes to extras)
-        self._database: str | None = database
+        self.database: str | None = database
 
     @classmethod
     def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
@@ -211,7 +211,7 @@ class CdlJsonDecoder(Decoder):
     # ------------------------------------------------------------------ helpers
 
     def _check_heartbeat(self, payload: dict[str, Any], op: Any, schema: Any, table: Any) -> None:
-        if f"{schema}.{table}".lower() in self._heartbeat_tables:
+        if f"{schema}.{table}".lower() in self.heartbeat_tables:
             raise SkipRecord("heartbeat")
         if op is None and not any(payload.get(k) is not None for k in ("data", "before", "after")):
             raise SkipRecord("heartbeat")
@@ -237,7 +237,7 @@ class CdlJsonDecoder(Decoder):
         }
 
     def _seq(self, lsn: Any, tx: Any) -> tuple[str | None, str | None]:
-        lsn_n = parse_position(lsn, "lsn", self._lsn_format)
+        lsn_n = parse_position(lsn, "lsn", self.lsn_format)
         tx_n = parse_position(tx, "txId", "auto")
         if lsn_n is None:
             return None, _text(tx)
@@ -272,7 +272,7 @@ class CdlJsonDecoder(Decoder):
         return Change(
             op=op,
             source_table=str(table),
-            source_db=self._database,
+            source_db=self.database,
             source_schema=_text(schema),
             seq=seq,
             tx_id=tx_id,
@@ -302,7 +302,7 @@ class CdlJsonDecoder(Decoder):
             op=op,
             source_table=str(table),
             # named as 1.0 names the table (no database): one table_id for both versions
-            source_db=self._database,
+            source_db=self.database,
             source_schema=_text(source.get("schema")),
             seq=seq,
             tx_id=tx_id,

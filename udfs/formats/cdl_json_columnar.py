@@ -243,9 +243,9 @@ def _fast(
     if n == 0:
         return np.zeros(0, dtype=bool), pa.array([], type=DECODE_TYPE)
     decoder = CdlJsonDecoder(options)
-    heartbeat_tables = decoder._heartbeat_tables
-    hex_format = decoder._lsn_format == "hex"
-    database = decoder._database
+    heartbeat_tables = decoder.heartbeat_tables
+    hex_format = decoder.lsn_format == "hex"
+    database = decoder.database
     tick("cut")
     b, off, first, fb, cached_sid = open_connect_batch(texts)
     tick("tokens")

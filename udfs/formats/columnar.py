@@ -41,11 +41,11 @@ from udfs.contract import loads_exact
 from udfs.decode import (
     DECODE_RESULT_DDL,
     MAX_PARTITION_NAME_BYTES,
-    _decoder,
-    _table_id,
     arrow_type_of_ddl,
     decode_records,
+    decoder_from_options,
     partition_name_bytes,
+    table_id_for,
 )
 
 _LOG = logging.getLogger(__name__)
@@ -568,7 +568,7 @@ def decode_columnar(
         texts = pa.concat_arrays([texts])
     n = len(texts)
     try:
-        decoder, opts = _decoder(options_json)
+        decoder, opts = decoder_from_options(options_json)
     except (ValueError, KeyError):  # bad options: decode_records quarantines every record
         keys = kafka_keys.to_pylist() if kafka_keys is not None else None
         return pa.array(decode_records(options_json, texts.to_pylist(), keys), type=DECODE_TYPE)
@@ -625,7 +625,7 @@ def decode_columnar(
     return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
-def _lookup(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def lookup(sorted_keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Whether each query is in ``sorted_keys``, and its index there (0 when not)."""
     if not len(sorted_keys):
         return np.zeros(len(queries), dtype=bool), np.zeros(len(queries), dtype=np.int64)
@@ -672,11 +672,11 @@ class Images:
         overlay object's ``over_at`` (objects ``base_obj`` / ``over_obj`` of each record)."""
         over_sorted = np.argsort(self.key[over_at], kind="stable")
         query = (self.rec[base_at] * self.nobj + over_obj) * self.nr + self.rcode[base_at]
-        found, j = _lookup(self.key[over_at][over_sorted], query)
+        found, j = lookup(self.key[over_at][over_sorted], query)
         source = np.where(found, over_at[over_sorted][j], base_at) if len(over_at) else base_at
         self._parts.append((source, self.rec[base_at], side, 0, base_at))
         query = (self.rec[over_at] * self.nobj + base_obj) * self.nr + self.rcode[over_at]
-        in_base, _ = _lookup(np.sort(self.key[base_at]), query)
+        in_base, _ = lookup(np.sort(self.key[base_at]), query)
         own = over_at[~in_base]
         self._parts.append((own, self.rec[own], side, 1, own))
 
@@ -745,7 +745,7 @@ def resolve_tables(
             keys.append([])
             bad[j] = True
             continue
-        tid = _table_id(tables, db, schema, table)
+        tid = table_id_for(tables, db, schema, table)
         cfg_keys = (tables.get(tid) or {}).get("key") or None
         if partition_name_bytes(tid) > MAX_PARTITION_NAME_BYTES:
             bad[j] = True

@@ -165,7 +165,7 @@ class DebeziumJsonDecoder(Decoder):
         ):
             op = "snapshot"
 
-        fields = _envelope_fields(schema)
+        fields = envelope_fields(schema)
         # field_schemas is pure and never raises: each image's map is built once
         before_fields = connect_types.field_schemas(fields.get("before"))
         after_fields = connect_types.field_schemas(fields.get("after"))
@@ -250,7 +250,7 @@ class DebeziumJsonDecoder(Decoder):
         return Change(op="update", source_table=table, key=key, after=after, after_cols=after_cols, col_types=types)
 
 
-def _envelope_fields(schema: Any) -> dict[str, Any]:
+def envelope_fields(schema: Any) -> dict[str, Any]:
     """``before`` / ``after`` struct schemas of an envelope schema, by field name."""
     if not isinstance(schema, dict):
         return {}

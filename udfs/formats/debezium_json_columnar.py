@@ -96,7 +96,7 @@ from udfs.formats.columnar import (
     tick,
 )
 from udfs.formats.columnar_connect import F_NONE, field_kind, typed_values, unavailable
-from udfs.formats.debezium_json import _envelope_fields
+from udfs.formats.debezium_json import envelope_fields
 
 # the schema cache lives in udfs.formats.columnar (shared with the other Connect envelopes)
 __all__ = ["LAST_STATS", "clear_schema_cache", "decode_debezium_columnar", "schema_cache_size"]
@@ -188,7 +188,7 @@ def _key_typer(schema_id: np.ndarray, schemas: list[Any]) -> Any:
         fk_c = np.zeros(combos.shape[1], dtype=np.int8)
         sc_c = np.zeros(combos.shape[1], dtype=np.int32)
         for c_i, (k_s, e_s, r_c) in enumerate(combos.T.tolist()):
-            env = _envelope_fields(schemas[e_s]) if e_s else {}
+            env = envelope_fields(schemas[e_s]) if e_s else {}
             fields = {
                 **connect_types.field_schemas(env.get("before")),
                 **connect_types.field_schemas(env.get("after")),
@@ -454,7 +454,7 @@ def _fast(
     for u_i, s_i in enumerate(used.tolist()):
         if s_i == 0:
             continue
-        fields = _envelope_fields(schemas[s_i])
+        fields = envelope_fields(schemas[s_i])
         for sd, nm in ((0, "before"), (1, "after")):
             fs = connect_types.field_schemas(fields.get(nm))
             for r_i, rn in enumerate(rnames):

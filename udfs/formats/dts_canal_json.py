@@ -193,7 +193,7 @@ def _int(value: Any, what: str, required: bool = True, limit: int | None = None)
     return value
 
 
-def _binary_text(value: str) -> str:
+def binary_text(value: str) -> str:
     try:
         raw = value.encode("latin-1")
     except UnicodeEncodeError:
@@ -284,7 +284,7 @@ class DtsCanalJsonDecoder(Decoder):
         if es is None:
             raise QuarantineError("Canal message without es")
         ts = _int(msg.get("ts"), "ts", required=False, limit=MAX_MS)
-        col_types = self._col_types(msg)
+        col_types = self.col_types_of(msg)
         pk_names = msg.get("pkNames")
         if pk_names is not None and (
             not isinstance(pk_names, list) or not all(isinstance(p, str) and p for p in pk_names)
@@ -353,7 +353,8 @@ class DtsCanalJsonDecoder(Decoder):
         return value
 
     @staticmethod
-    def _col_types(msg: dict[str, Any]) -> dict[str, str]:
+    def col_types_of(msg: dict[str, Any]) -> dict[str, str]:
+        """Each column's source type, from the message's ``mysqlType`` and ``sqlType``."""
         mysql_types, sql_types = msg.get("mysqlType"), msg.get("sqlType")
         if mysql_types is not None and not isinstance(mysql_types, dict):
             raise QuarantineError("Canal mysqlType is not an object")
@@ -380,7 +381,7 @@ class DtsCanalJsonDecoder(Decoder):
                 continue
             text = canonical_text(value)
             if text is not None and col_types.get(col) == "binary":
-                text = _binary_text(text)
+                text = binary_text(text)
             out[col] = text
         return out
 

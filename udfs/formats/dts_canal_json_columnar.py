@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError, loads_exact
-from udfs.decode import _decoder
+from udfs.decode import decoder_from_options
 from udfs.formats.columnar import (
     COMMA,
     DECODE_TYPE,
@@ -68,7 +68,7 @@ from udfs.formats.columnar import (
     skip_ws,
     top_level,
 )
-from udfs.formats.dts_canal_json import MAX_MS, OPS, DtsCanalJsonDecoder, _binary_text
+from udfs.formats.dts_canal_json import MAX_MS, OPS, DtsCanalJsonDecoder, binary_text
 
 LAST_STATS: dict[str, Any] = {}
 _stats: dict[str, Any] = {}
@@ -80,7 +80,7 @@ _OP_NAMES = ["insert", "snapshot", "update", "delete"]
 def decode_canal_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of Canal JSON records (module doc)."""
     try:
-        fmt = _decoder(options_json)[0].identifier
+        fmt = decoder_from_options(options_json)[0].identifier
     except (ValueError, KeyError, TypeError):
         fmt = DtsCanalJsonDecoder.identifier  # bad options: decode_columnar quarantines them
     return decode_columnar(
@@ -88,7 +88,7 @@ def decode_canal_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Arr
         texts,
         kafka_keys,
         fmt=fmt,
-        fast=lambda t, o, tables, k: _fast(t, _decoder(options_json)[0], tables),  # looked up per call
+        fast=lambda t, o, tables, k: _fast(t, decoder_from_options(options_json)[0], tables),  # looked up per call
         stats=_stats,
         last_stats=LAST_STATS,
     )
@@ -120,7 +120,7 @@ def _types_of_pair(sql_text: str | None, mysql_text: str | None) -> tuple[dict[s
     msg = {"sqlType": None if sql_text is None else loads_exact(sql_text)}
     msg["mysqlType"] = None if mysql_text is None else loads_exact(mysql_text)
     try:
-        return DtsCanalJsonDecoder._col_types(msg), True
+        return DtsCanalJsonDecoder.col_types_of(msg), True
     except QuarantineError:
         return {}, False
 
@@ -270,7 +270,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     is_bin = binary[epair, rcode] & ~flags(etext.is_null())
     if is_bin.any():
         where = np.flatnonzero(is_bin)
-        b64 = pa.array([_binary_text(v) for v in etext.take(pa.array(where)).to_pylist()], pa.string())
+        b64 = pa.array([binary_text(v) for v in etext.take(pa.array(where)).to_pylist()], pa.string())
         etext = pc.replace_with_mask(etext, pa.array(is_bin), b64)
         eesc = pc.replace_with_mask(eesc, pa.array(is_bin), b64)
 

@@ -66,7 +66,7 @@ OPS: dict[str, str | None] = {
     "TRUNCATE": "truncate",
     "UPDATE BEFORE": None,
 }
-_EXTRAS = ("scn", "rowid", "trans", "seq", "size", "idx", "userid", "time", "posttime")
+EXTRAS = ("scn", "rowid", "trans", "seq", "size", "idx", "userid", "time", "posttime")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
 _IDX = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -76,13 +76,13 @@ def parse_time(value: Any, what: str) -> int | None:
     if value is None:
         return None
     if value.__class__ is str:
-        return _parse_time_text(value, what)
+        return parse_time_text(value, what)
     raise QuarantineError(f"bad Shareplex {what}: {value!r}")
 
 
 # every message of a second repeats its ``time`` (and often its ``posttime``): each text is parsed once
 @lru_cache(maxsize=4096)
-def _parse_time_text(value: str, what: str) -> int:
+def parse_time_text(value: str, what: str) -> int:
     if not _TIME.match(value.strip()):
         raise QuarantineError(f"bad Shareplex {what}: {value!r}")
     text = value.strip().replace(" ", "T", 1)
@@ -185,7 +185,7 @@ class DtsShareplexJsonDecoder(Decoder):
             "commit_ts_us": commit_ts,
             "capture_ts_us": parse_time(meta.get("posttime"), "posttime"),
             "tx_id": None if meta.get("trans") is None else str(meta.get("trans")),
-            "extras": {k: canonical_text(meta[k]) for k in _EXTRAS if k in meta},
+            "extras": {k: canonical_text(meta[k]) for k in EXTRAS if k in meta},
         }
         if op == "truncate":
             return [Change(op="truncate", **common)]

@@ -60,7 +60,7 @@ from udfs.formats.columnar import (
     table_id_array,
     top_level,
 )
-from udfs.formats.dts_shareplex_json import _EXTRAS, OPS, DtsShareplexJsonDecoder, _parse_time_text
+from udfs.formats.dts_shareplex_json import EXTRAS, OPS, DtsShareplexJsonDecoder, parse_time_text
 
 LAST_STATS: dict[str, Any] = {}
 _stats: dict[str, Any] = {}
@@ -164,7 +164,7 @@ def _fast(
         values, good = [], []
         for text in enc.dictionary.to_pylist():
             try:
-                values.append(_parse_time_text(text, name))
+                values.append(parse_time_text(text, name))
                 good.append(True)
             except QuarantineError:
                 values.append(0)
@@ -278,5 +278,5 @@ def _fast(
         commit=micros["time"],
         capture=micros["posttime"],
         tx=texts_of["trans"],
-        extras=[(name, texts_of[name], kinds[name] != K_ABSENT) for name in _EXTRAS],
+        extras=[(name, texts_of[name], kinds[name] != K_ABSENT) for name in EXTRAS],
     )

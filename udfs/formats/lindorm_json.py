@@ -152,7 +152,7 @@ class LindormJsonDecoder(Decoder):
             if op == "insert":
                 op = "update"  # a put of some cells, not a new row: keep the other cells
         else:
-            images = self._sql(op, before, after, field_schemas(schema), self._configured_columns(source))
+            images = self._sql(op, before, after, field_schemas(schema), self.configured_columns(source))
 
         ts_ms = _ms(source.get("ts_ms"), "source.ts_ms")
         capture_ms = _ms(payload.get("ts_ms"), "ts_ms")
@@ -175,7 +175,7 @@ class LindormJsonDecoder(Decoder):
             )
         ]
 
-    def _configured_columns(self, source: dict[str, Any]) -> list[str]:
+    def configured_columns(self, source: dict[str, Any]) -> list[str]:
         """The columns ``cdc.yml`` configures for the message's table (``[]`` if none)."""
         tables = self.options.get("tables") or {}
         db, namespace = source.get("db"), source.get("namespace")

@@ -56,7 +56,6 @@ from udfs.formats.columnar import (
     MAP_TYPE,
     SCHEMAS,
     Images,
-    _lookup,
     assemble,
     clear_schema_cache,
     decode_columnar,
@@ -65,6 +64,7 @@ from udfs.formats.columnar import (
     flags,
     key_positions,
     key_sides,
+    lookup,
     object_tokens,
     on_valid_only,
     open_connect_batch,
@@ -213,7 +213,7 @@ def _fast(
     table_id = table_id_array(tids, inv)
     configured: list[list[str]] = []
     for db, ns, table in triples:
-        cols = decoder._configured_columns({"db": db, "namespace": ns, "table": table}) if table else []
+        cols = decoder.configured_columns({"db": db, "namespace": ns, "table": table}) if table else []
         configured.append(cols)
     cfg_any = np.array([bool(c) for c in configured], dtype=bool)
     cfg_bad = np.array([not all(c.isascii() for c in cols) for cols in configured], dtype=bool)
@@ -293,7 +293,7 @@ def _fast(
     ekey = erec * nl + lcode
     after_keys = np.sort(ekey[eobj == 1])
     b_at = np.flatnonzero((eobj == 0) & fill[erec])
-    b_fill = b_at[~_lookup(after_keys, ekey[b_at])[0]]
+    b_fill = b_at[~lookup(after_keys, ekey[b_at])[0]]
     fr = np.flatnonzero(fill)
     lens = cfg_len[inv[fr]]
     rep = np.repeat(fr, lens)
@@ -303,7 +303,7 @@ def _fast(
     flat = cfg_off[inv[rep]] + pos
     known = np.sort(ekey)
     cfg_code_arr = np.array(cfg_code, dtype=np.int64)
-    hit = _lookup(known, rep * nl + cfg_code_arr[flat])[0] if len(rep) else np.zeros(0, dtype=bool)
+    hit = lookup(known, rep * nl + cfg_code_arr[flat])[0] if len(rep) else np.zeros(0, dtype=bool)
     c_rec, c_flat = rep[~hit], flat[~hit]
     n_fill = len(b_fill) + len(c_rec)
     _stats["null_filled"] = n_fill
