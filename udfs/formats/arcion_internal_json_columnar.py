@@ -250,8 +250,8 @@ def _inner_fields(
     role[top_open[~py]] = 1
     sel = role[tok.parent] == 1
     cols, recs = tok.colons[sel], tok.crec[sel]
-    ks, ke = tok.key_spans(cols)
-    py[recs[tok.key_has_bs(ks, ke)]] = True
+    ks, ke, escaped = tok.names(cols)
+    py[recs[escaped]] = True
     raw = gather(b, ks, ke)
     py[recs[~flags(pc.string_is_ascii(raw))]] = True
     enc = pc.dictionary_encode(raw)

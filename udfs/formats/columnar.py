@@ -177,6 +177,11 @@ class Tokens:
                     qpos = np.delete(qpos, np.searchsorted(qpos, escaped))
         self.qpos = qpos
         self.bpos = bpos
+        # whether each string (the quote pair 2k, 2k+1) holds a backslash: every
+        # backslash of valid JSON is inside a string, after its opening quote
+        self.str_bs = np.zeros(len(qpos) // 2, dtype=bool)
+        if len(bpos):
+            self.str_bs[(np.searchsorted(qpos, bpos) - 1) // 2] = True
         # { } [ ] : , -- clearing bit 5 maps { } onto [ ]
         folded = b & np.uint8(0xDF)
         mask = (folded == 0x5B) | (folded == 0x5D) | (b == 0x3A) | (b == 0x2C)
@@ -222,11 +227,14 @@ class Tokens:
         return gather(self.b, self.spos[openers], self.spos[self.closing(openers)] + 1)
 
     def key_spans(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        qi = np.searchsorted(self.qpos, self.spos[colons]) - 1
-        return self.qpos[qi - 1] + 1, self.qpos[qi]
+        """The byte span of the name before each colon, without its quotes."""
+        starts, ends, _ = self.names(colons)
+        return starts, ends
 
-    def key_has_bs(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.bpos, ends) > np.searchsorted(self.bpos, starts)
+    def names(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The byte span of the name before each colon, and whether it holds an escape."""
+        qi = np.searchsorted(self.qpos, self.spos[colons]) - 1  # the name's closing quote
+        return self.qpos[qi - 1] + 1, self.qpos[qi], self.str_bs[qi // 2]
 
     def values(self, colons: np.ndarray) -> dict[str, np.ndarray]:
         """Kind, byte span, escape flag and opener token of the value of each colon."""
@@ -243,10 +251,12 @@ class Tokens:
         kind[c == ord("t")] = K_TRUE
         kind[c == ord("f")] = K_FALSE
         kind[c == ord("n")] = K_NULL
+        has_bs = np.zeros(len(colons), dtype=bool)
         if is_str.any():
-            qi = np.searchsorted(self.qpos, p[is_str])
+            qi = np.searchsorted(self.qpos, p[is_str])  # the string's opening quote
             start[is_str] = p[is_str] + 1
             end[is_str] = self.qpos[qi + 1]
+            has_bs[is_str] = self.str_bs[qi // 2]
         end[kind == K_TRUE] += 4
         end[kind == K_FALSE] += 5
         num = kind == K_INT
@@ -263,9 +273,6 @@ class Tokens:
             k = kind[num]
             k[frac] = K_FRAC
             kind[num] = k
-        has_bs = np.zeros(len(colons), dtype=bool)
-        if is_str.any() and len(self.bpos):
-            has_bs[is_str] = self.key_has_bs(start[is_str], end[is_str])
         opener = np.where((kind == K_OBJ) | (kind == K_ARR), colons + 1, -1)
         return {"kind": kind, "start": start, "end": end, "bs": has_bs, "opener": opener}
 
@@ -358,8 +365,8 @@ def buffers(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
 def slots(tok: Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str], n: int, fb: np.ndarray) -> np.ndarray:
     """``slot[code, rec]``: the colon of key ``names[code]`` in each record's object, -1 when
     absent; a name twice in one object sends the record to the fallback."""
-    starts, ends = tok.key_spans(colons)
-    fb[recs[tok.key_has_bs(starts, ends)]] = True
+    starts, ends, escaped = tok.names(colons)
+    fb[recs[escaped]] = True
     code = pc.index_in(gather(tok.b, starts, ends), value_set=pa.array(names)).fill_null(-1).to_numpy()
     slot = np.full((len(names), n), -1, dtype=np.int64)
     m = code >= 0
@@ -375,8 +382,8 @@ def row_entries(
     """The entries of the row objects a format reads (their colons ``ecol``): the names
     as sent, the values, their canonical and JSON-escaped texts. An escaped or non-ASCII
     name, or a nested value, flags the entry's ``owner`` (its record, or unit) in ``fb``."""
-    starts, ends = tok.key_spans(ecol)
-    fb[owner[tok.key_has_bs(starts, ends)]] = True
+    starts, ends, escaped = tok.names(ecol)
+    fb[owner[escaped]] = True
     raw_names = gather(tok.b, starts, ends)
     fb[owner[~flags(pc.string_is_ascii(raw_names))]] = True
     ev = tok.values(ecol)
@@ -1308,8 +1315,8 @@ def event_keys(
     em = role[ktok.parent] == 2
     ecol = ktok.colons[em]
     erec = ktok.crec[em]
-    ns, ne = ktok.key_spans(ecol)
-    kfb[erec[ktok.key_has_bs(ns, ne)]] = True
+    ns, ne, escaped = ktok.names(ecol)
+    kfb[erec[escaped]] = True
     raw = gather(kb, ns, ne)
     kfb[erec[~flags(pc.string_is_ascii(raw))]] = True
     ev = ktok.values(ecol)

@@ -6,10 +6,16 @@
 would quarantine sends the record to the fallback) and decodes the logical types done
 here: ``Decimal`` with a scale of 0..6 (base64 decoded by numpy into 16-byte two's
 complement, written by Arrow's decimal128 to string, which equals ``_scaled_text`` up to
-scale 6), ``MicroTimestamp`` and the millisecond ``Timestamp`` s (Arrow ``strftime`` of
-microseconds, years 1000..9999). :func:`unavailable` finds Debezium's TOAST placeholder,
-as text or as base64 in a binary column. Every other logical type is ``F_UNSUPPORTED``:
-its records fall back.
+scale 6); the epoch timestamps, ``MicroTimestamp``, the millisecond ``Timestamp`` s and
+``NanoTimestamp`` (Arrow ``strftime``, years 1000..9999); ``Date`` (days, the same
+years); the times of day ``Time``, ``MicroTime`` and ``NanoTime`` (numpy integer
+division, then Arrow's padding); ``ZonedTimestamp`` text in UTC (``Z``), checked by a
+regular expression and an Arrow parse that must write back the same text. Integer
+literals are read by Arrow's exact cast once a float parse shows them well inside
+int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's TOAST
+placeholder, as text or as base64 in a binary column. Every other logical type
+(``VariableScaleDecimal``, other scales, ``bytes``) is ``F_UNSUPPORTED``: its records
+fall back.
 """
 
 from __future__ import annotations
@@ -30,7 +36,23 @@ B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
 
 
 # field kinds of a Kafka Connect field schema
-F_NONE, F_PLAIN, F_INT, F_FLOAT, F_BOOL, F_UNSUPPORTED, F_DECIMAL, F_TS_US, F_TS_MS = range(9)
+(
+    F_NONE,
+    F_PLAIN,
+    F_INT,
+    F_FLOAT,
+    F_BOOL,
+    F_UNSUPPORTED,
+    F_DECIMAL,
+    F_TS_US,
+    F_TS_MS,
+    F_TS_NS,
+    F_DATE,
+    F_TIME,
+    F_ZONED,
+) = range(13)
+#: the kinds whose value is an integer count of units (days, or units of a second)
+_INT_UNITS = (F_TS_US, F_TS_MS, F_TS_NS, F_DATE, F_TIME)
 #: canonical base64 of the TOAST placeholder's bytes (a binary column's placeholder)
 B64_PLACEHOLDER = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
 _B64 = np.full(256, 255, dtype=np.uint8)
@@ -39,6 +61,11 @@ for _i, _c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _B64[ord("=")] = 64
 #: microseconds of 1000-01-01 and of 9999-12-31T23:59:59.999999 (outside: the fallback)
 _TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
+#: days of 1000-01-01 and of 9999-12-31 since 1970-01-01
+_DATE_MIN, _DATE_MAX = -354285, 2932896
+#: ZonedTimestamp text done column-wise: UTC (``Z``), years 1000..9999, ASCII digits
+_ZONED_UTC = r"^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
+_ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
 _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
 
 
@@ -61,6 +88,15 @@ def field_kind(f: Any) -> tuple[int, str | None, int]:
                 return F_TS_US, kind, 0
             elif name in ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"):
                 return F_TS_MS, kind, 0
+            elif name == "io.debezium.time.NanoTimestamp":
+                return F_TS_NS, kind, 0
+            elif name in connect_types.DATES:
+                return F_DATE, kind, 0
+            elif name in connect_types.TIMES:
+                per_second, _ = connect_types.TIMES[name]
+                return F_TIME, kind, len(str(per_second)) - 1  # the scale: 3, 6 or 9
+            elif name == connect_types.ZONED_TIMESTAMP:
+                return F_ZONED, kind, 0
         except QuarantineError:
             pass
         return F_UNSUPPORTED, None, 0
@@ -112,6 +148,77 @@ def decimal_texts(b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.
     return out, bad
 
 
+def _int64_units(lit: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """JSON integer literals as int64, and which do not fit (0 in their place): a float
+    parse picks the ones well inside int64 that the exact cast then takes."""
+    approx = pc.cast(lit, pa.float64()).to_numpy(zero_copy_only=False)
+    bad = ~(np.abs(approx) < 9.0e18)
+    return pc.cast(pc.if_else(pa.array(bad), "0", lit), pa.int64()).to_numpy(), bad
+
+
+def _timestamp_texts(units: np.ndarray, fk: np.ndarray, _: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Epoch timestamps (milli-, micro- or nanoseconds) as ``_decode_timestamp`` writes
+    them, and which are outside the years 1000..9999 (the fallback)."""
+    is_ns = fk == F_TS_NS
+    is_ms = fk == F_TS_MS
+    bad = is_ms & (np.abs(units) > 9_000_000_000_000_000)
+    micros = np.where(is_ms & ~bad, units * 1000, units)
+    bad |= ~is_ns & ((micros < _TS_MIN) | (micros > _TS_MAX))  # int64 nanoseconds: 1677..2262
+    micros = np.where(is_ns, 0, np.clip(micros, _TS_MIN, _TS_MAX))
+    text = cat(pc.strftime(pa.array(micros, type=pa.int64()).cast(pa.timestamp("us")), format=_ISO_SECONDS), "Z")
+    ns_at = np.flatnonzero(is_ns)
+    if len(ns_at):  # %S of a nanosecond timestamp writes 9 fractional digits
+        stamp = pa.array(units[ns_at], type=pa.int64()).cast(pa.timestamp("ns"))
+        text = patch(text, ns_at, cat(pc.strftime(stamp, format=_ISO_SECONDS), "Z"))
+    return text, bad
+
+
+def _date_texts(days: np.ndarray, _: np.ndarray, __: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Days since 1970-01-01 as ``_decode_date`` writes them (``YYYY-MM-DD``), and which
+    are outside the years 1000..9999 (the fallback)."""
+    bad = (days < _DATE_MIN) | (days > _DATE_MAX)
+    dates = pa.array(np.clip(days, _DATE_MIN, _DATE_MAX).astype(np.int32), type=pa.int32()).cast(pa.date32())
+    return pc.strftime(dates, format="%Y-%m-%d"), bad
+
+
+def _time_texts(units: np.ndarray, _: np.ndarray, scale: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """Times of day (units of 10**-scale s) as ``_decode_time`` writes them: a sign,
+    hours of two digits or more, minutes, seconds and 6 fractional digits (9 for
+    nanoseconds); integer arithmetic only."""
+    per_second = 10 ** scale.astype(np.int64)
+    width = np.where(scale == 9, 9, 6)
+    seconds, rest = np.divmod(np.abs(units), per_second)
+    minutes, second = np.divmod(seconds, 60)
+    hour, minute = np.divmod(minutes, 60)
+    fraction = rest * (10 ** width.astype(np.int64) // per_second)
+
+    def two(x: np.ndarray) -> pa.Array:
+        return pc.utf8_lpad(pc.cast(pa.array(x), pa.string()), width=2, padding="0")
+
+    frac_text = pc.cast(pa.array(fraction), pa.string())
+    frac_text = pc.if_else(
+        pa.array(width == 9),
+        pc.utf8_lpad(frac_text, width=9, padding="0"),
+        pc.utf8_lpad(frac_text, width=6, padding="0"),
+    )
+    sign = pc.if_else(pa.array(units < 0), "-", "")
+    text = cat(sign, two(hour), ":", two(minute), ":", two(second), ".", frac_text)
+    return text, np.zeros(len(units), dtype=bool)
+
+
+def _zoned_texts(lit: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """``ZonedTimestamp`` texts in UTC as ``_decode_zoned`` writes them (the fraction
+    padded to 6 digits), and which this path leaves to the fallback: another offset, a
+    year before 1000, other digits, or a date or time that does not exist (what Arrow
+    parses must write back the same)."""
+    bad = ~flags(pc.match_substring_regex(lit, _ZONED_UTC))
+    head = pc.utf8_slice_codeunits(lit, 0, 19)
+    parsed = pc.strptime(head, format=_ISO_SECONDS, unit="s", error_is_null=True)
+    bad |= ~flags(pc.equal(pc.strftime(parsed, format=_ISO_SECONDS), head))
+    fraction = pc.utf8_slice_codeunits(lit, 20, -1)  # between "." and "Z" ("" without one)
+    return cat(head, ".", pc.utf8_rpad(fraction, width=6, padding="0"), "Z"), bad
+
+
 def typed_values(
     b: np.ndarray,
     ev: dict[str, np.ndarray],
@@ -137,7 +244,8 @@ def typed_values(
     fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
     # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
     fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
-    fb[erec[prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek != K_INT) & (ek != K_NULL)]] = True
+    fb[erec[prov & np.isin(fk, _INT_UNITS) & (ek != K_INT) & (ek != K_NULL)]] = True
+    fb[erec[prov & (fk == F_ZONED) & (ek != K_STR) & (ek != K_NULL)]] = True
     dec_at = np.flatnonzero(prov & (fk == F_DECIMAL) & (ek == K_STR))
     if len(dec_at):
         fb[erec[dec_at[ev["bs"][dec_at]]]] = True  # an escape in base64 text: the fallback
@@ -145,21 +253,24 @@ def typed_values(
         fb[erec[dec_at[dbad]]] = True
         etext = patch(etext, dec_at, dtext)
         eesc = patch(eesc, dec_at, dtext)
-    ts_at = np.flatnonzero(prov & ((fk == F_TS_US) | (fk == F_TS_MS)) & (ek == K_INT))
-    if len(ts_at):
-        long = (ev["end"][ts_at] - ev["start"][ts_at]) > 18
-        fb[erec[ts_at[long]]] = True
-        lit = etext.take(pa.array(ts_at))
-        units = pc.cast(pc.if_else(pa.array(long), "0", lit), pa.int64()).to_numpy()
-        is_ms = fk[ts_at] == F_TS_MS
-        fb[erec[ts_at[is_ms & (np.abs(units) > 9_000_000_000_000_000)]]] = True
-        micros = np.where(is_ms & (np.abs(units) <= 9_000_000_000_000_000), units * 1000, units)
-        fb[erec[ts_at[(micros < _TS_MIN) | (micros > _TS_MAX)]]] = True
-        micros = np.clip(micros, _TS_MIN, _TS_MAX)
-        stamp = pa.array(micros, type=pa.int64()).cast(pa.timestamp("us"))
-        ttext = cat(pc.strftime(stamp, format="%Y-%m-%dT%H:%M:%S"), "Z")
-        etext = patch(etext, ts_at, ttext)
-        eesc = patch(eesc, ts_at, ttext)
+    for kinds, decode in (
+        ((F_TS_US, F_TS_MS, F_TS_NS), _timestamp_texts),
+        ((F_DATE,), _date_texts),
+        ((F_TIME,), _time_texts),
+    ):
+        at = np.flatnonzero(prov & np.isin(fk, kinds) & (ek == K_INT))
+        if len(at):
+            units, bad = _int64_units(etext.take(pa.array(at)))
+            text, out_of_range = decode(units, fk[at], scale[at])
+            fb[erec[at[bad | out_of_range]]] = True
+            etext = patch(etext, at, text)
+            eesc = patch(eesc, at, text)
+    at = np.flatnonzero(prov & (fk == F_ZONED) & (ek == K_STR))
+    if len(at):
+        text, bad = _zoned_texts(etext.take(pa.array(at)))
+        fb[erec[at[bad | ev["bs"][at]]]] = True
+        etext = patch(etext, at, text)
+        eesc = patch(eesc, at, text)
     return etext, eesc
 
 

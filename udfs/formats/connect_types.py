@@ -46,16 +46,16 @@ _UNAVAILABLE_BYTES = UNAVAILABLE.encode("utf-8")
 # Logical type names
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
-_DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
+DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 #: time-of-day names -> (units per second, fractional digits written)
-_TIMES = {
+TIMES = {
     "io.debezium.time.Time": (1_000, 6),
     "org.apache.kafka.connect.data.Time": (1_000, 6),
     "io.debezium.time.MicroTime": (1_000_000, 6),
     "io.debezium.time.NanoTime": (1_000_000_000, 9),
 }
 #: epoch-timestamp names -> (units per second, fractional digits written)
-_TIMESTAMPS = {
+TIMESTAMPS = {
     "io.debezium.time.Timestamp": (1_000, 6),
     "org.apache.kafka.connect.data.Timestamp": (1_000, 6),
     "io.debezium.time.MicroTimestamp": (1_000_000, 6),
@@ -174,11 +174,11 @@ def logical_type(field_schema: dict[str, Any] | None) -> str | None:
         return _decimal_type(field_schema, field_schema.get("field"))
     if name == VARIABLE_SCALE_DECIMAL:
         return "string"
-    if name in _DATES:
+    if name in DATES:
         return "date"
-    if name in _TIMES:
+    if name in TIMES:
         return "string"
-    if name in _TIMESTAMPS or name == ZONED_TIMESTAMP:
+    if name in TIMESTAMPS or name == ZONED_TIMESTAMP:
         return "timestamp"
     return _PRIMITIVE_TYPES.get(field_schema.get("type"))
 
@@ -373,12 +373,12 @@ def decode_value(
         return _decode_decimal(value, field_schema, column), kind
     if name == VARIABLE_SCALE_DECIMAL:
         return _decode_variable_scale(value, column), kind
-    if name in _DATES:
+    if name in DATES:
         return _decode_date(value, column), kind
-    if name in _TIMES:
-        return _decode_time(value, *_TIMES[name], column), kind
-    if name in _TIMESTAMPS:
-        return _decode_timestamp(value, *_TIMESTAMPS[name], column), kind
+    if name in TIMES:
+        return _decode_time(value, *TIMES[name], column), kind
+    if name in TIMESTAMPS:
+        return _decode_timestamp(value, *TIMESTAMPS[name], column), kind
     if name == ZONED_TIMESTAMP:
         return _decode_zoned(value, column), kind
     return _decode_primitive(value, field_schema.get("type"), column), kind

@@ -31,9 +31,10 @@ as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
 
 Kafka Connect logical types done column-wise: ``Decimal`` with a scale of 0..6 (base64
 decoded by numpy into 16-byte two's complement, written by Arrow's decimal128 to string,
-which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), ``MicroTimestamp``
-and the millisecond ``Timestamp`` s (Arrow ``strftime`` of microseconds, years 1000..9999);
-the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
+which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), the epoch
+timestamps (milli-, micro- and ``NanoTimestamp``: Arrow ``strftime``, years 1000..9999),
+``Date`` s, times of day (``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and
+``ZonedTimestamp`` s in UTC (:mod:`udfs.formats.columnar_connect`); the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
 without their schema, values decoded by the key's field schema, else the images') are
 tokenized the same way as a second small batch; tombstones (a null value or ``null``)
 are built directly.
@@ -44,8 +45,9 @@ object for msgspec (a lone surrogate escape included), an integer literal that m
 Python's 4,300 digits, a wrapper whose payload is not an object, an unwrapped
 (flattened) row, ops other than c/r/u/d (truncate, message), a ``transaction`` block, an
 escaped or non-ASCII field name, duplicate names, nested values in the fields read,
-other logical types (Date, Time*, ZonedTimestamp, NanoTimestamp, VariableScaleDecimal,
-Decimal of another scale or sent as a number), ``bytes`` fields, a value of the wrong
+other logical types (VariableScaleDecimal, Decimal of another scale or sent as a number),
+dates and times out of the years 1000..9999 or int64, a ``ZonedTimestamp`` with another
+offset than ``Z``, ``bytes`` fields, a value of the wrong
 JSON kind for its schema type, a non-canonical base64 placeholder, connectors other than
 MySQL / PostgreSQL / none, positions that are not plain non-negative integers, an update
 that changes the key (two rows), a missing key, a table name too long. ``LAST_STATS``

@@ -311,6 +311,16 @@ def test_what_the_columnar_path_takes() -> None:
         json.dumps(v1(transaction=None, unique={}, TIMESTAMP="17", message_version=_DROP)),
         json.dumps(v1(False, SEG_OWNER=None, TABLE_NAME="T", LOB_COLUMNS="decimalNum", DATA_STORE=None)),
     ]
+    # dates and times, decoded column-wise as Debezium's are
+    for name, value in [
+        ("io.debezium.time.Date", 19782),
+        ("io.debezium.time.Date", -1),
+        ("io.debezium.time.MicroTime", 45_296_000_001),
+        ("io.debezium.time.NanoTimestamp", 1_709_164_800_123_456_789),
+        ("io.debezium.time.ZonedTimestamp", "2024-02-29T10:00:00.5Z"),
+    ]:
+        typed = typed_schema("2.0", {"type": "string" if "Zoned" in name else "int64", "name": name})
+        texts.append(json.dumps(v2(op="u", before=None, after=dict(ROW, decimalNum=value), schema=typed)))
     n, fallbacks = compare(_opts(), texts)
     assert fallbacks == 0
     n, fallbacks = compare(_opts(database="Shop", lsn_format="hex"), texts)

@@ -349,6 +349,111 @@ def test_logical_types_agree() -> None:
     compare(_opts(), [json.dumps(_env(after=v)) for v in values + odd])  # schemaless
 
 
+TIME_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "d"},
+    {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Date", "field": "kd"},
+    {"type": "int32", "optional": True, "name": "io.debezium.time.Time", "field": "tm"},
+    {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Time", "field": "ktm"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTime", "field": "tu"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTime", "field": "tn"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTimestamp", "field": "tsn"},
+    {"type": "string", "optional": True, "name": "io.debezium.time.ZonedTimestamp", "field": "z"},
+]
+
+
+def _zoned(rng: random.Random) -> str:
+    stamp = f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
+    stamp += f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+    return stamp + rng.choice(["", ".5", ".123456", ".123456789", ".000001", "." + "7" * 12]) + "Z"
+
+
+def _time_values(rng: random.Random) -> dict[str, Any]:
+    """Values of every date and time kind, in range, their edges and nulls."""
+    day = rng.choice([rng.randint(-354285, 2932896), -354285, 2932896, 0, -1, None])
+    return {
+        "id": rng.randint(0, 10),
+        "d": day,
+        "kd": rng.choice([rng.randint(-50000, 50000), None]),
+        "tm": rng.choice([rng.randint(0, 86_399_999), 0, 86_399_999, -1, -86_399_999, 10**11, None]),
+        "ktm": rng.choice([rng.randint(0, 86_399_999), None]),
+        "tu": rng.choice([rng.randint(-(10**12), 10**14), 0, -1, 999_999, 10**17, None]),
+        "tn": rng.choice([rng.randint(0, 86_399_999_999_999), 1, 10**18, -(10**18), None]),
+        # int64 nanoseconds within 9e18 (the years 1684..2255); beyond: the fallback
+        "tsn": rng.choice([rng.randint(-9 * 10**18 + 1, 9 * 10**18 - 1), 1_700_000_000_123_456_789, -1, 0, None]),
+        "z": rng.choice([_zoned(rng), "1970-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", None]),
+    }
+
+
+def test_dates_and_times_agree_and_stay_columnar() -> None:
+    """Date, Time, MicroTime, NanoTime, NanoTimestamp and UTC ZonedTimestamp values are
+    decoded column-wise: as ``decode_records`` writes them, and without the fallback."""
+    rng = random.Random(5)
+    sch = _schema(TIME_FIELDS)
+    values = [_time_values(rng) for _ in range(400)]
+    texts = [json.dumps({"schema": sch, "payload": _env(after=v, op=rng.choice("cru"))}) for v in values]
+    n, fallbacks = compare(_opts(), texts)
+    assert (n, fallbacks) == (400, 0)
+
+
+def test_odd_dates_and_times_fall_back_or_agree() -> None:
+    """Values the column-wise path must leave to the decoder: out of range, of the wrong
+    JSON kind, offsets other than Z, dates that do not exist, other digits."""
+    sch = _schema(TIME_FIELDS)
+    odd: list[dict[str, Any]] = [
+        {"d": -354286},  # 0999-12-31: Python writes it, this path leaves it
+        {"d": 2932897},  # year 10000: decode_records quarantines it
+        {"d": 10**12},
+        {"d": 2**63},  # beyond int64
+        {"d": -(2**63) - 1},
+        {"d": 10**30},
+        {"d": 1.5},
+        {"d": "12"},
+        {"d": True},
+        {"tm": 10**19},
+        {"tm": -(10**17)},
+        {"tn": 2**63 - 1},
+        {"tn": "5"},
+        {"tsn": 2**63},
+        {"tsn": 2**63 - 1},
+        {"tsn": -(2**63)},
+        {"tsn": -9 * 10**18},
+        {"tsn": 1.0},
+        {"z": "2020-01-01T10:00:00+02:00"},
+        {"z": "2020-01-01T10:00:00-0530"},
+        {"z": "2020-02-30T10:00:00Z"},
+        {"z": "2021-02-29T00:00:00Z"},
+        {"z": "2024-02-29T00:00:00Z"},
+        {"z": "2020-01-01T24:00:00Z"},
+        {"z": "2020-01-01T23:59:60Z"},
+        {"z": "2020-13-01T00:00:00Z"},
+        {"z": "0999-01-01T00:00:00Z"},
+        {"z": "0000-01-01T00:00:00Z"},
+        {"z": "2020-01-01T00:00:00.Z"},
+        {"z": "2020-01-01T00:00:00"},
+        {"z": "2020-01-01 00:00:00Z"},
+        {"z": "2020-01-01T00:00:00Z\n"},
+        {"z": "\u0662020-01-01T00:00:00Z"},
+        {"z": "2020-01-01T00:00:00.\u0661\u0662Z"},
+        {"z": "2020-01-01T00:00:00\u005a"},
+        {"z": 1577836800},
+        {"z": "__debezium_unavailable_value"},
+        {"z": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="},
+        {"d": "__debezium_unavailable_value"},
+        {"d": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="},
+    ]
+    texts = []
+    for v in odd:
+        text = json.dumps({"schema": sch, "payload": _env(after=dict(v, id=1), op="u")}, ensure_ascii=False)
+        texts.append(text.replace("\\\\", "\\"))  # the escapes above as JSON escapes
+    compare(_opts(), texts)
+    # and in a batch with typical values, whose records stay columnar
+    rng = random.Random(6)
+    typical = [json.dumps({"schema": sch, "payload": _env(after=_time_values(rng))}) for _ in range(100)]
+    n, fallbacks = compare(_opts(), typical + texts)
+    assert fallbacks <= len(texts), (n, fallbacks)
+
+
 def test_kafka_keys_agree() -> None:
     from bench.data import workload
 

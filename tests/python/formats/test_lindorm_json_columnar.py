@@ -347,6 +347,24 @@ def test_typical_messages_stay_columnar() -> None:
         cell = {"ROW": b64(f"u{i}"), "f_name": b64(f"name {i}")}
         texts.append(json.dumps(msg(random.Random(i).choice("cu"), after=cell, table="h")))
         texts.append(json.dumps(msg("d", before=cell, table="h")))
+    dated = schema()  # a date and a UTC timestamp, decoded column-wise
+    for f in dated["fields"]:
+        if f.get("field") in ("before", "after"):
+            f["fields"] += [
+                {"type": "int32", "name": "io.debezium.time.Date", "field": "day"},
+                {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "field": "at"},
+            ]
+    for i in range(20):
+        row = {
+            "id": i,
+            "name": "d",
+            "n": 1,
+            "f": 0.5,
+            "ok": True,
+            "day": 19000 + i,
+            "at": f"2024-01-0{i % 9 + 1}T00:00:00Z",
+        }
+        texts.append(json.dumps(msg("c", after=row, schema_=dated)))
     col.clear_schema_cache()
     for _ in range(2):  # cold, then with the schema cut out of the records
         n, fallbacks = compare(_opts(), texts)
