@@ -11,10 +11,11 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/python scripts/lint_sql.py
 # Two pytest workers (one file per worker at a time): pipeline tests spend much of
 # their time waiting (JVM, dbt), so two share the 2 cores well. CDC_TEST_WORKERS=0
-# runs them in this process.
+# runs them in this process. The 30 slowest tests are listed at the end (the suite's
+# time is watched: CI stops at 90 minutes).
 workers="${CDC_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
-    .venv/bin/python -m pytest tests/python "$@"
+    .venv/bin/python -m pytest tests/python --durations=30 "$@"
 else
-    .venv/bin/python -m pytest tests/python -n "$workers" --dist loadfile "$@"
+    .venv/bin/python -m pytest tests/python -n "$workers" --dist loadfile --durations=30 "$@"
 fi
