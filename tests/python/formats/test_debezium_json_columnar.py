@@ -483,6 +483,11 @@ def test_kafka_keys_agree() -> None:
             }
         ],
     }
+    date_schema = {"type": "struct", "fields": [{"type": "int32", "name": "io.debezium.time.Date", "field": "id"}]}
+    zoned_schema = {
+        "type": "struct",
+        "fields": [{"type": "string", "name": "io.debezium.time.ZonedTimestamp", "field": "id"}],
+    }
     odd_keys = [
         None,
         "null",
@@ -511,6 +516,10 @@ def test_kafka_keys_agree() -> None:
         json.dumps({"schema": None, "payload": {"id": 1}}),
         json.dumps({"schema": dec_schema, "payload": {"id": "AQ=="}}),
         json.dumps({"schema": dec_schema, "payload": {"id": "A"}}),
+        json.dumps({"schema": date_schema, "payload": {"id": 19782}}),
+        json.dumps({"schema": date_schema, "payload": {"id": 10**9}}),
+        json.dumps({"schema": zoned_schema, "payload": {"id": "2024-02-29T10:00:00.5Z"}}),
+        json.dumps({"schema": zoned_schema, "payload": {"id": "2024-02-29T10:00:00+01:00"}}),
         json.dumps({"payload": {"id": 1}, "x": 1}),
     ]
     envs = [
