@@ -454,6 +454,32 @@ def test_odd_dates_and_times_fall_back_or_agree() -> None:
     assert fallbacks <= len(texts), (n, fallbacks)
 
 
+def test_mutated_dates_and_times_agree() -> None:
+    """Valid ZonedTimestamp texts with one character changed, inserted or dropped, and
+    integers of every magnitude in each date and time kind: column-wise or not, the
+    result is ``decode_records``'."""
+    rng = random.Random(8)
+    sch = _schema(TIME_FIELDS)
+    alphabet = "0123456789-:TZ.+ zt\u0660\u00e9"
+    values: list[dict[str, Any]] = []
+    for _ in range(600):
+        z = list(_zoned(rng))
+        at = rng.randrange(len(z))
+        change = rng.choice(["set", "insert", "drop"])
+        if change == "set":
+            z[at] = rng.choice(alphabet)
+        elif change == "insert":
+            z.insert(at, rng.choice(alphabet))
+        else:
+            del z[at]
+        field = rng.choice([f["field"] for f in TIME_FIELDS[1:-1]])
+        magnitude = rng.choice([0, 1, 5, 9, 12, 15, 17, 18, 19, 20, 25])
+        number = rng.choice([-1, 1]) * rng.randint(0, 10**magnitude)
+        values.append({"id": 1, "z": "".join(z), field: number})
+    texts = [json.dumps({"schema": sch, "payload": _env(after=v, op="c")}) for v in values]
+    compare(_opts(), texts)
+
+
 def test_kafka_keys_agree() -> None:
     from bench.data import workload
 
