@@ -8,7 +8,8 @@ generates (or reuses, with ``--data``) the benchmark's landing files of the form
 schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
 cuts them into lines as ``cdc_read_records`` does (Arrow, ``valid_lines_struct``), and
 in batches of ``B`` records (a ``cdc_decode`` Arrow batch) times, taking turns batch by
-batch (the machine is shared and noisy):
+batch (the machine is shared and noisy). ``--logical``, ``--kcat`` and ``--dates`` are
+other Debezium renderings (see ``--help``):
 
 decode_records
     what ``cdc_decode`` runs now: ``to_pylist`` of the batch, ``decode_records``,
@@ -70,6 +71,49 @@ def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
     return "; ".join(out)[:600]
 
 
+_DATED_FIELDS = [
+    {"type": "int64", "optional": False, "field": "id"},
+    {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "born"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTime", "field": "opens"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp", "field": "seen"},
+    {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTimestamp", "field": "logged"},
+    {"type": "string", "optional": True, "name": "io.debezium.time.ZonedTimestamp", "field": "updated_at"},
+    {"type": "string", "optional": True, "field": "note"},
+]
+
+
+def _dated_envelopes(start: int, count: int) -> str:
+    """``count`` Debezium envelopes (with schema) of a table of dates and times, one per line."""
+    import random
+
+    rng = random.Random(start)
+    row_schema = {"type": "struct", "fields": _DATED_FIELDS, "optional": True, "name": "pg.public.dated.Value"}
+    schema = {
+        "type": "struct",
+        "fields": [
+            dict(row_schema, field="before"),
+            dict(row_schema, field="after"),
+            {"type": "struct", "fields": [], "field": "source"},
+        ],
+    }
+    lines = []
+    for i in range(start, start + count):
+        seen = rng.randint(0, 2_000_000_000_000_000)
+        row = {
+            "id": i,
+            "born": rng.randint(-25_000, 20_000),
+            "opens": rng.randint(0, 86_399_999_999),
+            "seen": seen,
+            "logged": seen * 1000 + rng.randint(0, 999),
+            "updated_at": f"20{rng.randint(10, 29)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T0{rng.randint(0, 9)}:1{rng.randint(0, 9)}:2{rng.randint(0, 9)}.{rng.randint(0, 999999):06d}Z",
+            "note": f"n{i}",
+        }
+        source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "dated", "lsn": i, "txId": i}
+        payload = {"before": None, "after": row, "source": source, "op": "c", "ts_ms": 1_700_000_000_000 + i}
+        lines.append(json.dumps({"schema": schema, "payload": payload}, separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
 def _columnar_formats() -> list[str]:
     """The benchmark's formats that have a columnar decoder."""
     from bench.data import FORMAT_CASES
@@ -103,9 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         help="kcat -J lines (every record with its Kafka key, tombstones after half the deletes), cut as "
         "cdc_read_records does, written to --data when given",
     )
+    p.add_argument(
+        "--dates",
+        action="store_true",
+        help="envelopes of a table of dates and times, with their schema (Date, MicroTime, NanoTimestamp, "
+        "ZonedTimestamp, MicroTimestamp), written to --data when given",
+    )
     args = p.parse_args(argv)
-    if args.format != "debezium_json" and (args.kcat or args.logical):
-        p.error("--kcat and --logical are Debezium renderings")
+    if args.format != "debezium_json" and (args.kcat or args.logical or args.dates):
+        p.error("--kcat, --logical and --dates are Debezium renderings")
 
     import importlib
 
@@ -122,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     col = importlib.import_module(module_name)
     decode_columnar = getattr(col, function)
     opts = json.dumps({"format": case.format, "tables": tables_config([case])}, sort_keys=True)
+    if args.dates:
+        opts = json.dumps({"format": "debezium_json", "tables": {"dated": {"key": ["id"]}}}, sort_keys=True)
     decode_type = col.DECODE_TYPE
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,6 +200,12 @@ def main(argv: list[str] | None = None) -> int:
                 runs = wl.deliver(events, chunk + 1, 1, 0.0, 0.0, kcat_fraction=0.0, logical_types=True, max_files=2)
                 path = folder / f"part-{chunk // 10_000:05d}.json"
                 path.write_bytes(b"".join(f.content for f in runs[0]))
+                files.append(path)
+        if not files and args.dates:
+            folder.mkdir(parents=True, exist_ok=True)
+            for chunk in range(0, args.events, 10_000):
+                path = folder / f"part-{chunk // 10_000:05d}.json"
+                path.write_text(_dated_envelopes(chunk, min(10_000, args.events - chunk)))
                 files.append(path)
         if not files:
             t0 = time.perf_counter()
