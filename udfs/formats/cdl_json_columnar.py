@@ -21,8 +21,8 @@ Done column-wise: the version (``message_version``, else told by ``OPERATION`` /
 the ops (1.0's in any ASCII case; 2.0's ``c``/``r``/``u``/``d``), the images (TOAST
 placeholders left out), ``unique`` as the change's own key (with its Connect schema;
 ``{}`` or none: the configured key), values typed by the envelope schema (Kafka Connect
-Decimal of scale 0..6, the epoch timestamps, Date, the times of day and ZonedTimestamp
-in UTC, as Debezium's; CDL's own
+Decimal of scale 0..6, the epoch timestamps, Date, the times of day and ZonedTimestamp,
+as Debezium's; CDL's own
 ``com.xxx.cdc.data.*`` names are their plain type), ``col_types`` per schema, ``seq`` from
 the LSN and transaction id (integers, decimal text, PostgreSQL ``X/Y`` text, ``0x`` or
 bare hex text of at most 16 digits, option ``lsn_format``), both times, the table (option
@@ -39,7 +39,7 @@ reads leniently: booleans as text, a scalar ``transaction``, ``properties`` as a
 object, a property named twice),
 LSN spellings other than above (blanks, signs, more than 16 hex digits), times of more
 than 15 digits, other logical types (VariableScaleDecimal, other Decimal scales,
-``bytes``; dates and times out of range, a ZonedTimestamp with another offset), a placeholder in ``unique``, a
+``bytes``; dates and times out of range, a ZonedTimestamp in an odd spelling), a placeholder in ``unique``, a
 schema whose types do not decode, an update that changes the key, a table without a
 key, a table name too long. ``LAST_STATS`` holds the counts of the last call.
 """

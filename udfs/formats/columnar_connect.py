@@ -9,10 +9,10 @@ complement, written by Arrow's decimal128 to string, which equals ``_scaled_text
 scale 6); the epoch timestamps, ``MicroTimestamp``, the millisecond ``Timestamp`` s and
 ``NanoTimestamp`` (Arrow ``strftime``, years 1000..9999); ``Date`` (days, the same
 years); the times of day ``Time``, ``MicroTime`` and ``NanoTime`` (numpy integer
-division, then Arrow's padding); ``ZonedTimestamp`` text in UTC (``Z``), checked by a
-regular expression and an Arrow parse that must write back the same text. Integer
-literals are read by Arrow's exact cast once a float parse shows them well inside
-int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's TOAST
+division, then Arrow's padding); ``ZonedTimestamp`` text, checked by a regular
+expression and an Arrow parse that must write back the same text, then moved to UTC by
+its offset. Integer literals are read by Arrow's exact cast once a float parse shows
+them well inside int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's TOAST
 placeholder, as text or as base64 in a binary column. Every other logical type
 (``VariableScaleDecimal``, other scales, ``bytes``) is ``F_UNSUPPORTED``: its records
 fall back.
@@ -63,8 +63,12 @@ _B64[ord("=")] = 64
 _TS_MIN, _TS_MAX = -30610224000000000, 253402300799999999
 #: days of 1000-01-01 and of 9999-12-31 since 1970-01-01
 _DATE_MIN, _DATE_MAX = -354285, 2932896
-#: ZonedTimestamp text done column-wise: UTC (``Z``), years 1000..9999, ASCII digits
-_ZONED_UTC = r"^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
+#: ZonedTimestamp text done column-wise: years 1000..9999, ASCII digits, the offsets
+#: ``_decode_zoned`` reads (``Z``, ``+hh``, ``+hh:mm``, ``+hhmm``, ``+hh:mm:ss``...)
+_ZONED = (
+    r"^(?P<head>[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<frac>[0-9]+))?"
+    r"(?:Z|(?P<sign>[+-])(?P<hh>[0-9]{2})(?::?(?P<mm>[0-9]{2})(?::?(?P<ss>[0-9]{2}))?)?)$"
+)
 _ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
 _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
 
@@ -207,16 +211,29 @@ def _time_texts(units: np.ndarray, _: np.ndarray, scale: np.ndarray) -> tuple[pa
 
 
 def _zoned_texts(lit: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """``ZonedTimestamp`` texts in UTC as ``_decode_zoned`` writes them (the fraction
-    padded to 6 digits), and which this path leaves to the fallback: another offset, a
-    year before 1000, other digits, or a date or time that does not exist (what Arrow
-    parses must write back the same)."""
-    bad = ~flags(pc.match_substring_regex(lit, _ZONED_UTC))
-    head = pc.utf8_slice_codeunits(lit, 0, 19)
+    """``ZonedTimestamp`` texts as ``_decode_zoned`` writes them (moved to UTC by their
+    offset, the fraction padded to 6 digits), and which this path leaves to the fallback:
+    a spelling ``_ZONED`` does not take, a date or time that does not exist (what Arrow
+    parses must write back the same), a moment outside the years 1000..9999."""
+    parts = pc.extract_regex(lit, _ZONED)
+    bad = ~flags(parts.is_valid())
+
+    def part(name: str, default: str) -> pa.Array:
+        value = pc.fill_null(pc.struct_field(parts, name), default)
+        return pc.if_else(pc.equal(value, ""), default, value)
+
+    head = part("head", "2000-01-01T00:00:00")
     parsed = pc.strptime(head, format=_ISO_SECONDS, unit="s", error_is_null=True)
     bad |= ~flags(pc.equal(pc.strftime(parsed, format=_ISO_SECONDS), head))
-    fraction = pc.utf8_slice_codeunits(lit, 20, -1)  # between "." and "Z" ("" without one)
-    return cat(head, ".", pc.utf8_rpad(fraction, width=6, padding="0"), "Z"), bad
+    seconds = pc.fill_null(parsed.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    hh, mm, ss = (pc.cast(part(name, "0"), pa.int64()).to_numpy(zero_copy_only=False) for name in ("hh", "mm", "ss"))
+    west = flags(pc.equal(part("sign", "+"), "-"))
+    moment = seconds - np.where(west, -1, 1) * (hh * 3600 + mm * 60 + ss)
+    bad |= (moment < _TS_MIN // 1_000_000) | (moment > _TS_MAX // 1_000_000)
+    moment = np.where(bad, 0, moment)
+    utc = pc.strftime(pa.array(moment, type=pa.int64()).cast(pa.timestamp("s")), format=_ISO_SECONDS)
+    fraction = pc.fill_null(pc.struct_field(parts, "frac"), "")
+    return cat(utc, ".", pc.utf8_rpad(fraction, width=6, padding="0"), "Z"), bad
 
 
 def typed_values(

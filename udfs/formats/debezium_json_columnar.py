@@ -34,7 +34,7 @@ decoded by numpy into 16-byte two's complement, written by Arrow's decimal128 to
 which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), the epoch
 timestamps (milli-, micro- and ``NanoTimestamp``: Arrow ``strftime``, years 1000..9999),
 ``Date`` s, times of day (``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and
-``ZonedTimestamp`` s in UTC (:mod:`udfs.formats.columnar_connect`); the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
+``ZonedTimestamp`` s (:mod:`udfs.formats.columnar_connect`); the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
 without their schema, values decoded by the key's field schema, else the images') are
 tokenized the same way as a second small batch; tombstones (a null value or ``null``)
 are built directly.
@@ -46,8 +46,8 @@ Python's 4,300 digits, a wrapper whose payload is not an object, an unwrapped
 (flattened) row, ops other than c/r/u/d (truncate, message), a ``transaction`` block, an
 escaped or non-ASCII field name, duplicate names, nested values in the fields read,
 other logical types (VariableScaleDecimal, Decimal of another scale or sent as a number),
-dates and times out of the years 1000..9999 or int64, a ``ZonedTimestamp`` with another
-offset than ``Z``, ``bytes`` fields, a value of the wrong
+dates and times out of the years 1000..9999 or int64, a ``ZonedTimestamp`` spelled
+otherwise than ``_decode_zoned`` reads (or in other digits), ``bytes`` fields, a value of the wrong
 JSON kind for its schema type, a non-canonical base64 placeholder, connectors other than
 MySQL / PostgreSQL / none, positions that are not plain non-negative integers, an update
 that changes the key (two rows), a missing key, a table name too long. ``LAST_STATS``

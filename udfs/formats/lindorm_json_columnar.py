@@ -30,8 +30,8 @@ a payload that is not an object (a tombstone), an unknown op, a missing or empty
 or table, a field of the wrong JSON kind (a time that is not a plain non-negative
 integer of at most 15 digits, a name or version that is not a text), nested values,
 escaped or non-ASCII column names, a name twice in an image, a value its Connect type
-rejects or a logical type not done here (``bytes``, other decimals, a ZonedTimestamp
-with another offset than ``Z``...),
+rejects or a logical type not done here (``bytes``, other decimals, dates and times out
+of the years 1000..9999...),
 a schema whose types the decoder cannot read, HBase cells that are not base64 or
 without ``ROW`` (or a cell spelled ``row`` otherwise), an HBase delete with an ``after``
 image, configured column names that are not ASCII (for the updates they complete), a

@@ -365,7 +365,8 @@ TIME_FIELDS = [
 def _zoned(rng: random.Random) -> str:
     stamp = f"{rng.randint(1000, 9999)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
     stamp += f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
-    return stamp + rng.choice(["", ".5", ".123456", ".123456789", ".000001", "." + "7" * 12]) + "Z"
+    stamp += rng.choice(["", ".5", ".123456", ".123456789", ".000001", "." + "7" * 12])
+    return stamp + rng.choice(["Z", "Z", "+02:00", "-05:30", "+0545", "-11", "+14:00", "+01:02:03", "-00:00"])
 
 
 def _time_values(rng: random.Random) -> dict[str, Any]:
@@ -381,12 +382,14 @@ def _time_values(rng: random.Random) -> dict[str, Any]:
         "tn": rng.choice([rng.randint(0, 86_399_999_999_999), 1, 10**18, -(10**18), None]),
         # int64 nanoseconds within 9e18 (the years 1684..2255); beyond: the fallback
         "tsn": rng.choice([rng.randint(-9 * 10**18 + 1, 9 * 10**18 - 1), 1_700_000_000_123_456_789, -1, 0, None]),
-        "z": rng.choice([_zoned(rng), "1970-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", None]),
+        "z": rng.choice(
+            [_zoned(rng), "1970-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "1000-01-01T01:00:00+01:00", None]
+        ),
     }
 
 
 def test_dates_and_times_agree_and_stay_columnar() -> None:
-    """Date, Time, MicroTime, NanoTime, NanoTimestamp and UTC ZonedTimestamp values are
+    """Date, Time, MicroTime, NanoTime, NanoTimestamp and ZonedTimestamp values are
     decoded column-wise: as ``decode_records`` writes them, and without the fallback."""
     rng = random.Random(5)
     sch = _schema(TIME_FIELDS)
@@ -398,7 +401,8 @@ def test_dates_and_times_agree_and_stay_columnar() -> None:
 
 def test_odd_dates_and_times_fall_back_or_agree() -> None:
     """Values the column-wise path must leave to the decoder: out of range, of the wrong
-    JSON kind, offsets other than Z, dates that do not exist, other digits."""
+    JSON kind, odd offsets, dates that do not exist, moments out of the years 1000..9999,
+    other digits."""
     sch = _schema(TIME_FIELDS)
     odd: list[dict[str, Any]] = [
         {"d": -354286},  # 0999-12-31: Python writes it, this path leaves it
@@ -419,8 +423,13 @@ def test_odd_dates_and_times_fall_back_or_agree() -> None:
         {"tsn": -(2**63)},
         {"tsn": -9 * 10**18},
         {"tsn": 1.0},
-        {"z": "2020-01-01T10:00:00+02:00"},
-        {"z": "2020-01-01T10:00:00-0530"},
+        {"z": "2020-01-01T10:00:00+2:00"},
+        {"z": "2020-01-01T10:00:00+02:0"},
+        {"z": "2020-01-01T10:00:00+02:00Z"},
+        {"z": "2020-01-01T10:00:00+99:99:99"},
+        {"z": "2020-01-01T10:00:00-0530:"},
+        {"z": "9999-12-31T23:00:00-01:00"},  # year 10000 in UTC: decode_records quarantines it
+        {"z": "1000-01-01T00:30:00+01:00"},  # 0999-12-31 in UTC
         {"z": "2020-02-30T10:00:00Z"},
         {"z": "2021-02-29T00:00:00Z"},
         {"z": "2024-02-29T00:00:00Z"},
