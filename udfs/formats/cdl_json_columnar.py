@@ -21,7 +21,7 @@ Done column-wise: the version (``message_version``, else told by ``OPERATION`` /
 the ops (1.0's in any ASCII case; 2.0's ``c``/``r``/``u``/``d``), the images (TOAST
 placeholders left out), ``unique`` as the change's own key (with its Connect schema;
 ``{}`` or none: the configured key), values typed by the envelope schema (Kafka Connect
-Decimal of scale 0..6, the epoch timestamps, Date, the times of day and ZonedTimestamp,
+Decimal of scale 0..38, the epoch timestamps, Date, the times of day and ZonedTimestamp,
 as Debezium's; CDL's own
 ``com.xxx.cdc.data.*`` names are their plain type), ``col_types`` per schema, ``seq`` from
 the LSN and transaction id (integers, decimal text, PostgreSQL ``X/Y`` text, ``0x`` or
@@ -38,7 +38,7 @@ read, a field of the wrong JSON kind (anything the decoder quarantines, and a fe
 reads leniently: booleans as text, a scalar ``transaction``, ``properties`` as an
 object, a property named twice),
 LSN spellings other than above (blanks, signs, more than 16 hex digits), times of more
-than 15 digits, other logical types (VariableScaleDecimal, other Decimal scales,
+than 15 digits, other logical types (VariableScaleDecimal, negative Decimal scales,
 ``bytes``; dates and times out of range, a ZonedTimestamp in an odd spelling), a placeholder in ``unique``, a
 schema whose types do not decode, an update that changes the key, a table without a
 key, a table name too long. ``LAST_STATS`` holds the counts of the last call.

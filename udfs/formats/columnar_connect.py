@@ -4,9 +4,9 @@
 :func:`field_kind` classes a field schema (what the column-wise path can type, or not);
 :func:`typed_values` checks the values against their field kinds (what ``decode_value``
 would quarantine sends the record to the fallback) and decodes the logical types done
-here: ``Decimal`` with a scale of 0..6 (base64 decoded by numpy into 16-byte two's
-complement, written by Arrow's decimal128 to string, which equals ``_scaled_text`` up to
-scale 6); the epoch timestamps, ``MicroTimestamp``, the millisecond ``Timestamp`` s and
+here: ``Decimal`` with a scale of 0..38 (base64 decoded by numpy into 16-byte two's
+complement, its digits written by Arrow's decimal128 of scale 0, the point put in by
+string slicing as ``_scaled_text`` does); the epoch timestamps, ``MicroTimestamp``, the millisecond ``Timestamp`` s and
 ``NanoTimestamp`` (Arrow ``strftime``, years 1000..9999); ``Date`` (days, the same
 years); the times of day ``Time``, ``MicroTime`` and ``NanoTime`` (numpy integer
 division, then Arrow's padding); ``ZonedTimestamp`` text, checked by a regular
@@ -14,7 +14,7 @@ expression and an Arrow parse that must write back the same text, then moved to 
 its offset. Integer literals are read by Arrow's exact cast once a float parse shows
 them well inside int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's TOAST
 placeholder, as text or as base64 in a binary column. Every other logical type
-(``VariableScaleDecimal``, other scales, ``bytes``) is ``F_UNSUPPORTED``: its records
+(``VariableScaleDecimal``, negative scales, ``bytes``) is ``F_UNSUPPORTED``: its records
 fall back.
 """
 
@@ -71,6 +71,8 @@ _ZONED = (
 )
 _ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
 _NON_FINITE = ["NaN", "Infinity", "-Infinity", "+Infinity"]
+#: the largest Decimal scale done column-wise (beyond, rare: the fallback)
+_MAX_SCALE = 38
 
 
 def field_kind(f: Any) -> tuple[int, str | None, int]:
@@ -86,7 +88,7 @@ def field_kind(f: Any) -> tuple[int, str | None, int]:
             kind = connect_types.logical_type(f)
             if name == connect_types.DECIMAL:
                 scale = connect_types._int_param(f, "scale", None)
-                if scale is not None and 0 <= scale <= 6:  # Arrow writes no exponent up to 6
+                if scale is not None and 0 <= scale <= _MAX_SCALE:
                     return F_DECIMAL, kind, scale
             elif name == "io.debezium.time.MicroTimestamp":
                 return F_TS_US, kind, 0
@@ -119,9 +121,8 @@ def field_kind(f: Any) -> tuple[int, str | None, int]:
 
 def decimal_texts(b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """Kafka Connect ``Decimal`` values (base64 of the big-endian two's-complement
-    unscaled integer, at most 16 bytes) as decimal text; and which could not be done
-    (bad base64, too long: the fallback decides). Arrow's decimal128 to string is
-    ``_scaled_text`` for scales 0..6."""
+    unscaled integer, at most 16 bytes) as ``_scaled_text`` writes them; and which could
+    not be done (bad base64, too long: the fallback decides)."""
     n = len(start)
     width = 24
     length = end - start
@@ -144,11 +145,19 @@ def decimal_texts(b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.
     src = nbytes[:, None] - 1 - k[None, :]
     le = np.where(src >= 0, raw[np.arange(n)[:, None], np.clip(src, 0, None)], np.where(neg, 255, 0)[:, None])
     le = np.ascontiguousarray(le.astype(np.uint8))
+    # the unscaled integer's digits (Arrow writes a decimal of scale 0 without exponent,
+    # all 39 digits of 16 bytes included), then the point put in as ``_scaled_text`` does
+    ints = pc.cast(pa.Array.from_buffers(pa.decimal128(38, 0), n, [None, pa.py_buffer(le.tobytes())]), pa.string())
+    sign = pc.if_else(pa.array(neg), "-", "")
+    digits = pc.utf8_ltrim(ints, "-")
     out = pa.nulls(n, pa.string())
     for sc in np.unique(scales).tolist():
-        at = np.flatnonzero(scales == sc)
-        dec = pa.Array.from_buffers(pa.decimal128(38, sc), len(at), [None, pa.py_buffer(le[at].tobytes())])
-        out = patch(out, at, pc.cast(dec, pa.string()))
+        at = pa.array(np.flatnonzero(scales == sc))
+        text = digits.take(at)
+        if sc:
+            padded = pc.utf8_lpad(text, width=sc + 1, padding="0")
+            text = cat(pc.utf8_slice_codeunits(padded, 0, -sc), ".", pc.utf8_slice_codeunits(padded, -sc))
+        out = patch(out, at.to_numpy(), cat(sign.take(at), text))
     return out, bad
 
 

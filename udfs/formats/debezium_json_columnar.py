@@ -29,12 +29,12 @@ as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
    compute / numpy over the whole batch; the event id text is assembled column-wise
    and hashed per change (``hashlib.sha256``: the one Python call per record).
 
-Kafka Connect logical types done column-wise: ``Decimal`` with a scale of 0..6 (base64
-decoded by numpy into 16-byte two's complement, written by Arrow's decimal128 to string,
-which equals ``_scaled_text`` up to scale 6 and writes exponents beyond), the epoch
-timestamps (milli-, micro- and ``NanoTimestamp``: Arrow ``strftime``, years 1000..9999),
-``Date`` s, times of day (``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and
-``ZonedTimestamp`` s (:mod:`udfs.formats.columnar_connect`); the base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
+Kafka Connect logical types done column-wise (:mod:`udfs.formats.columnar_connect`):
+``Decimal`` with a scale of 0..38 (base64 decoded by numpy into 16-byte two's complement,
+the point put in as ``_scaled_text`` does), the epoch timestamps (milli-, micro- and
+``NanoTimestamp``: Arrow ``strftime``, years 1000..9999), ``Date`` s, times of day
+(``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and ``ZonedTimestamp`` s; the
+base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
 without their schema, values decoded by the key's field schema, else the images') are
 tokenized the same way as a second small batch; tombstones (a null value or ``null``)
 are built directly.
@@ -45,7 +45,7 @@ object for msgspec (a lone surrogate escape included), an integer literal that m
 Python's 4,300 digits, a wrapper whose payload is not an object, an unwrapped
 (flattened) row, ops other than c/r/u/d (truncate, message), a ``transaction`` block, an
 escaped or non-ASCII field name, duplicate names, nested values in the fields read,
-other logical types (VariableScaleDecimal, Decimal of another scale or sent as a number),
+other logical types (VariableScaleDecimal, Decimal of a negative scale or sent as a number),
 dates and times out of the years 1000..9999 or int64, a ``ZonedTimestamp`` spelled
 otherwise than ``_decode_zoned`` reads (or in other digits), ``bytes`` fields, a value of the wrong
 JSON kind for its schema type, a non-canonical base64 placeholder, connectors other than

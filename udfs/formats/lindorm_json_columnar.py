@@ -17,7 +17,7 @@ distinct text (the schema cache of :mod:`udfs.formats.columnar`); values are typ
 not Debezium-based: its "unavailable value" placeholder is plain data, none is looked for.
 
 Done column-wise: ops ``c`` / ``r`` / ``u`` / ``d``; SQL tables (typed values of the
-primitive Connect types, ``Decimal`` of scale 0..6 and the epoch timestamps as the
+primitive Connect types, ``Decimal`` of scale 0..38, dates and times as the
 Debezium decoder does them; ``col_types`` from each distinct schema; an update's
 ``after`` completed with NULL for the columns ``before`` or the configured
 ``tables.<t>.column_order`` / ``columns`` name and ``after`` lacks); HBase tables (a put
@@ -30,7 +30,7 @@ a payload that is not an object (a tombstone), an unknown op, a missing or empty
 or table, a field of the wrong JSON kind (a time that is not a plain non-negative
 integer of at most 15 digits, a name or version that is not a text), nested values,
 escaped or non-ASCII column names, a name twice in an image, a value its Connect type
-rejects or a logical type not done here (``bytes``, other decimals, dates and times out
+rejects or a logical type not done here (``bytes``, negative decimal scales, dates and times out
 of the years 1000..9999...),
 a schema whose types the decoder cannot read, HBase cells that are not base64 or
 without ``ROW`` (or a cell spelled ``row`` otherwise), an HBase delete with an ``after``

@@ -283,7 +283,7 @@ def _dec(value: int) -> str:
 def test_logical_types_agree() -> None:
     rng = random.Random(11)
     fields = [{"type": "int64", "optional": False, "field": "id"}]
-    for sc in (0, 1, 2, 6, 7, 10, -2):
+    for sc in (0, 1, 2, 6, 7, 10, 38, -2):
         fields.append(
             {
                 "type": "bytes",
@@ -306,9 +306,9 @@ def test_logical_types_agree() -> None:
     values: list[dict[str, Any]] = []
     for _ in range(300):
         v: dict[str, Any] = {"id": rng.randint(0, 10)}
-        for f in fields[1:8]:
-            if f["field"] in ("d7", "d10", "dm2") and rng.random() < 0.97:
-                continue  # scales the columnar path leaves to the fallback: rare
+        for f in fields[1:9]:
+            if f["field"] == "dm2" and rng.random() < 0.97:
+                continue  # a negative scale, left to the fallback: rare
             d = rng.choice([1, 2, 5, 18, 19, 20, 30, 38])
             x = rng.randint(-(10**d) + 1, 10**d - 1)
             v[f["field"]] = rng.choice([_dec(x), _dec(0), None, _dec(-1), _dec(2**127 - 1), _dec(-(2**127))])
@@ -345,7 +345,7 @@ def test_logical_types_agree() -> None:
         # "AQ/=" written with JSON's escaped solidus
         texts.append(json.dumps(env, separators=(",", ":")).replace('"AQ/="', r'"AQ\/="'))
     n, fallbacks = compare(_opts(), texts)
-    assert fallbacks < n // 3, (fallbacks, n)  # most on the columnar path
+    assert fallbacks < n // 5, (fallbacks, n)  # most on the columnar path
     compare(_opts(), [json.dumps(_env(after=v)) for v in values + odd])  # schemaless
 
 
