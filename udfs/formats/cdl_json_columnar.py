@@ -21,8 +21,8 @@ Done column-wise: the version (``message_version``, else told by ``OPERATION`` /
 the ops (1.0's in any ASCII case; 2.0's ``c``/``r``/``u``/``d``), the images (TOAST
 placeholders left out), ``unique`` as the change's own key (with its Connect schema;
 ``{}`` or none: the configured key), values typed by the envelope schema (Kafka Connect
-Decimal of scale 0..38, the epoch timestamps, Date, the times of day and ZonedTimestamp,
-as Debezium's; CDL's own
+Decimal of scale 0..38, VariableScaleDecimal, the epoch timestamps, Date, the times of
+day and ZonedTimestamp, as Debezium's; CDL's own
 ``com.xxx.cdc.data.*`` names are their plain type), ``col_types`` per schema, ``seq`` from
 the LSN and transaction id (integers, decimal text, PostgreSQL ``X/Y`` text, ``0x`` or
 bare hex text of at most 16 digits, option ``lsn_format``), both times, the table (option
@@ -38,8 +38,8 @@ read, a field of the wrong JSON kind (anything the decoder quarantines, and a fe
 reads leniently: booleans as text, a scalar ``transaction``, ``properties`` as an
 object, a property named twice),
 LSN spellings other than above (blanks, signs, more than 16 hex digits), times of more
-than 15 digits, other logical types (VariableScaleDecimal, negative Decimal scales,
-``bytes``; dates and times out of range, a ZonedTimestamp in an odd spelling), a placeholder in ``unique``, a
+than 15 digits, other logical types (negative Decimal scales, ``bytes``; dates and
+times out of range, a ZonedTimestamp in an odd spelling), a placeholder in ``unique``, a
 schema whose types do not decode, an update that changes the key, a table without a
 key, a table name too long. ``LAST_STATS`` holds the counts of the last call.
 """
@@ -462,7 +462,7 @@ def _fast(
     m = (pr == R_BEFORE) | (pr == R_AFTER) | (pr == R_UNIQUE)
     ecol, erec = colons[m], crec[m]
     side = np.where(pr[m] == R_BEFORE, 0, np.where(pr[m] == R_AFTER, 1, 2)).astype(np.int64)
-    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _stats)
+    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _stats, objects_ok=True)
     tick("kinds")
     # field kinds per (schema, version, side, name); col_types per (schema, version)
     sv_code = schema_id * 2 + v2
@@ -499,7 +499,7 @@ def _fast(
     fb[erec[is_unique & (toast | b64)]] = True  # a placeholder in the key: rare
     prov = ~toast
     # a null is None whatever its type (the schema's types decoded: ``_struct_fields``)
-    etext, eesc = typed_values(b, ev, etext, eesc, fk, scale, erec, prov & (ev["kind"] != K_NULL), fb)
+    etext, eesc = typed_values(tok, ev, etext, eesc, fk, scale, erec, prov & (ev["kind"] != K_NULL), fb)
 
     # image entries: lower-cased names, a name twice in one image -> fallback
     im = np.flatnonzero(~is_unique)

@@ -377,17 +377,24 @@ def slots(tok: Tokens, colons: np.ndarray, recs: np.ndarray, names: list[str], n
 
 
 def row_entries(
-    tok: Tokens, ecol: np.ndarray, owner: np.ndarray, fb: np.ndarray, stats: dict[str, Any]
+    tok: Tokens,
+    ecol: np.ndarray,
+    owner: np.ndarray,
+    fb: np.ndarray,
+    stats: dict[str, Any],
+    objects_ok: bool = False,
 ) -> tuple[pa.Array, dict[str, np.ndarray], pa.Array, pa.Array]:
     """The entries of the row objects a format reads (their colons ``ecol``): the names
     as sent, the values, their canonical and JSON-escaped texts. An escaped or non-ASCII
-    name, or a nested value, flags the entry's ``owner`` (its record, or unit) in ``fb``."""
+    name, or a nested value, flags the entry's ``owner`` (its record, or unit) in ``fb``;
+    with ``objects_ok`` an object value does not (the caller decides: ``typed_values``
+    reads a ``VariableScaleDecimal`` and flags any other)."""
     starts, ends, escaped = tok.names(ecol)
     fb[owner[escaped]] = True
     raw_names = gather(tok.b, starts, ends)
     fb[owner[~flags(pc.string_is_ascii(raw_names))]] = True
     ev = tok.values(ecol)
-    fb[owner[(ev["kind"] == K_OBJ) | (ev["kind"] == K_ARR)]] = True
+    fb[owner[(ev["kind"] == K_ARR) | ((ev["kind"] == K_OBJ) & (not objects_ok))]] = True
     etext, eesc, n_bs = tok.texts(ev, need_esc=True)
     stats["escaped_values"] = n_bs
     stats["values"] = len(ecol)

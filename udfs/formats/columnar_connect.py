@@ -4,18 +4,24 @@
 :func:`field_kind` classes a field schema (what the column-wise path can type, or not);
 :func:`typed_values` checks the values against their field kinds (what ``decode_value``
 would quarantine sends the record to the fallback) and decodes the logical types done
-here: ``Decimal`` with a scale of 0..38 (base64 decoded by numpy into 16-byte two's
-complement, its digits written by Arrow's decimal128 of scale 0, the point put in by
-string slicing as ``_scaled_text`` does); the epoch timestamps, ``MicroTimestamp``, the millisecond ``Timestamp`` s and
-``NanoTimestamp`` (Arrow ``strftime``, years 1000..9999); ``Date`` (days, the same
-years); the times of day ``Time``, ``MicroTime`` and ``NanoTime`` (numpy integer
-division, then Arrow's padding); ``ZonedTimestamp`` text, checked by a regular
-expression and an Arrow parse that must write back the same text, then moved to UTC by
-its offset. Integer literals are read by Arrow's exact cast once a float parse shows
-them well inside int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's TOAST
-placeholder, as text or as base64 in a binary column. Every other logical type
-(``VariableScaleDecimal``, negative scales, ``bytes``) is ``F_UNSUPPORTED``: its records
-fall back.
+here:
+
+* ``Decimal`` of scale 0..38: base64 decoded by numpy into 16-byte two's complement,
+  its digits written by Arrow's decimal128 of scale 0, the point put in by string
+  slicing as ``_scaled_text`` does; ``VariableScaleDecimal`` the same, its two members
+  found among the batch's tokens;
+* the epoch timestamps (millisecond ``Timestamp`` s, ``MicroTimestamp``,
+  ``NanoTimestamp``): Arrow ``strftime``, years 1000..9999; ``Date`` (days, the same
+  years);
+* the times of day ``Time``, ``MicroTime`` and ``NanoTime``: numpy integer division,
+  then Arrow's padding;
+* ``ZonedTimestamp`` text: checked by a regular expression and an Arrow parse that must
+  write back the same text, then moved to UTC by its offset.
+
+Integer literals are read by Arrow's exact cast once a float parse shows them well
+inside int64 (beyond 9e18 the fallback decides). :func:`unavailable` finds Debezium's
+TOAST placeholder, as text or as base64 in a binary column. Every other logical type
+(negative decimal scales, ``bytes``) is ``F_UNSUPPORTED``: its records fall back.
 """
 
 from __future__ import annotations
@@ -28,7 +34,21 @@ import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError
 from udfs.formats import connect_types
-from udfs.formats.columnar import K_FALSE, K_FRAC, K_INT, K_NULL, K_STR, K_TRUE, cat, flags, patch
+from udfs.formats.columnar import (
+    K_FALSE,
+    K_FRAC,
+    K_INT,
+    K_NULL,
+    K_OBJ,
+    K_STR,
+    K_TRUE,
+    Tokens,
+    cat,
+    flags,
+    gather,
+    lookup,
+    patch,
+)
 
 UNAVAILABLE = "__debezium_unavailable_value"
 #: base64 of the placeholder's bytes starts so (any string starting so falls back)
@@ -50,7 +70,8 @@ B64_PLACEHOLDER_PREFIX = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1Z"
     F_DATE,
     F_TIME,
     F_ZONED,
-) = range(13)
+    F_VARIABLE_DECIMAL,
+) = range(14)
 #: the kinds whose value is an integer count of units (days, or units of a second)
 _INT_UNITS = (F_TS_US, F_TS_MS, F_TS_NS, F_DATE, F_TIME)
 #: canonical base64 of the TOAST placeholder's bytes (a binary column's placeholder)
@@ -103,6 +124,8 @@ def field_kind(f: Any) -> tuple[int, str | None, int]:
                 return F_TIME, kind, len(str(per_second)) - 1  # the scale: 3, 6 or 9
             elif name == connect_types.ZONED_TIMESTAMP:
                 return F_ZONED, kind, 0
+            elif name == connect_types.VARIABLE_SCALE_DECIMAL:
+                return F_VARIABLE_DECIMAL, kind, 0
         except QuarantineError:
             pass
         return F_UNSUPPORTED, None, 0
@@ -245,8 +268,45 @@ def _zoned_texts(lit: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return cat(utc, ".", pc.utf8_rpad(fraction, width=6, padding="0"), "Z"), bad
 
 
+def _variable_scale_texts(tok: Tokens, openers: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """``VariableScaleDecimal`` objects (their openers) as ``_decode_variable_scale``
+    writes them, and which this path leaves to the fallback: other than exactly the
+    members ``scale`` (an integer 0..38) and ``value`` (base64 text without escapes, of
+    at most 16 bytes)."""
+    n = len(openers)
+    order = np.argsort(openers)
+    members = np.flatnonzero(np.isin(tok.parent, openers))
+    inner = tok.colons[members]  # the members' colons
+    owner = order[lookup(openers[order], tok.parent[members])[1]]
+    bad = np.bincount(owner, minlength=n) != 2  # with both names below: exactly the two
+    starts, ends, escaped = tok.names(inner)
+    bad[owner[escaped]] = True
+    code = pc.index_in(gather(tok.b, starts, ends), value_set=pa.array(["scale", "value"]))
+    code = code.fill_null(-1).to_numpy(zero_copy_only=False)
+    iv = tok.values(inner)
+    is_scale, is_value = code == 0, code == 1
+    bad[owner[is_scale & (iv["kind"] != K_INT)]] = True
+    bad[owner[is_value & ((iv["kind"] != K_STR) | iv["bs"])]] = True
+    bad[owner[is_scale & (iv["end"] - iv["start"] > 2)]] = True  # a sign, or beyond 99
+    scale = np.full(n, -1, dtype=np.int64)
+    digits = gather(tok.b, iv["start"][is_scale], np.minimum(iv["end"], iv["start"] + 2)[is_scale])
+    plain = pc.match_substring_regex(digits, "^[0-9]+$")
+    scale[owner[is_scale]] = pc.cast(pc.if_else(plain, digits, "-1"), pa.int64()).to_numpy(zero_copy_only=False)
+    value_start = np.zeros(n, dtype=np.int64)
+    value_end = np.zeros(n, dtype=np.int64)
+    value_start[owner[is_value]] = iv["start"][is_value]
+    value_end[owner[is_value]] = iv["end"][is_value]
+    has_value = np.zeros(n, dtype=bool)
+    has_value[owner[is_value]] = True
+    bad |= ~has_value | (scale < 0) | (scale > _MAX_SCALE)
+    # (the TOAST placeholder's base64, which ``is_unavailable`` reads in here, is 28
+    # bytes: more than ``decimal_texts`` takes, so such a value falls back)
+    texts, dbad = decimal_texts(tok.b, value_start, value_end, np.where(bad, 0, scale))
+    return texts, bad | dbad
+
+
 def typed_values(
-    b: np.ndarray,
+    tok: Tokens,
     ev: dict[str, np.ndarray],
     etext: pa.Array,
     eesc: pa.Array,
@@ -258,7 +318,10 @@ def typed_values(
 ) -> tuple[pa.Array, pa.Array]:
     """Values checked against their field kind (what ``decode_value`` would quarantine
     sends the record to the fallback) and the logical types decoded, for the values
-    ``prov`` selects; returns the texts and escaped texts with those replaced."""
+    ``prov`` selects; returns the texts and escaped texts with those replaced. An object
+    value is read only as a ``VariableScaleDecimal`` (``{"scale": s, "value": base64}``,
+    its members found among ``tok`` 's); any other flags its record."""
+    b = tok.b
     ek = ev["kind"]
     is_str = ek == K_STR
     fb[erec[prov & (fk == F_UNSUPPORTED)]] = True
@@ -291,6 +354,14 @@ def typed_values(
             fb[erec[at[bad | out_of_range]]] = True
             etext = patch(etext, at, text)
             eesc = patch(eesc, at, text)
+    fb[erec[(ek == K_OBJ) & (fk != F_VARIABLE_DECIMAL)]] = True
+    fb[erec[prov & (fk == F_VARIABLE_DECIMAL) & (ek != K_OBJ) & (ek != K_NULL)]] = True
+    at = np.flatnonzero(prov & (fk == F_VARIABLE_DECIMAL) & (ek == K_OBJ))
+    if len(at):
+        text, bad = _variable_scale_texts(tok, ev["opener"][at])
+        fb[erec[at[bad]]] = True
+        etext = patch(etext, at, text)
+        eesc = patch(eesc, at, text)
     at = np.flatnonzero(prov & (fk == F_ZONED) & (ek == K_STR))
     if len(at):
         text, bad = _zoned_texts(etext.take(pa.array(at)))
@@ -313,6 +384,6 @@ def unavailable(
     b64 = is_str & flags(pc.starts_with(etext, B64_PLACEHOLDER_PREFIX))
     b64_exact = b64 & flags(pc.equal(etext, B64_PLACEHOLDER))
     fb[erec[b64 & ~b64_exact]] = True
-    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL))
+    toast |= b64_exact & ((fk == F_NONE) | (fk == F_DECIMAL) | (fk == F_VARIABLE_DECIMAL))
     fb[erec[b64_exact & (fk == F_UNSUPPORTED)]] = True
     return toast, b64

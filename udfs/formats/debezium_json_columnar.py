@@ -30,24 +30,25 @@ as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
    and hashed per change (``hashlib.sha256``: the one Python call per record).
 
 Kafka Connect logical types done column-wise (:mod:`udfs.formats.columnar_connect`):
-``Decimal`` with a scale of 0..38 (base64 decoded by numpy into 16-byte two's complement,
-the point put in as ``_scaled_text`` does), the epoch timestamps (milli-, micro- and
-``NanoTimestamp``: Arrow ``strftime``, years 1000..9999), ``Date`` s, times of day
-(``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and ``ZonedTimestamp`` s; the
-base64 TOAST placeholder of a binary column. Kafka keys (``parse_kafka_key``: with or
-without their schema, values decoded by the key's field schema, else the images') are
-tokenized the same way as a second small batch; tombstones (a null value or ``null``)
-are built directly.
+``Decimal`` of scale 0..38 and ``VariableScaleDecimal`` (base64 decoded by numpy into
+16-byte two's complement, the point put in as ``_scaled_text`` does), the epoch
+timestamps (milli-, micro- and ``NanoTimestamp``: Arrow ``strftime``, years 1000..9999),
+``Date`` s, times of day (``Time``, ``MicroTime``, ``NanoTime``: integer arithmetic) and
+``ZonedTimestamp`` s; the base64 TOAST placeholder of a binary column. Kafka keys
+(``parse_kafka_key``: with or without their schema, values decoded by the key's field
+schema, else the images') are tokenized the same way as a second small batch;
+tombstones (a null value or ``null``) are built directly.
 
 Whatever the columnar path does not do exactly is detected and the record is handed to
 ``decode_records`` (results merged back in order): any record or key not a valid JSON
 object for msgspec (a lone surrogate escape included), an integer literal that may pass
 Python's 4,300 digits, a wrapper whose payload is not an object, an unwrapped
 (flattened) row, ops other than c/r/u/d (truncate, message), a ``transaction`` block, an
-escaped or non-ASCII field name, duplicate names, nested values in the fields read,
-other logical types (VariableScaleDecimal, Decimal of a negative scale or sent as a number),
-dates and times out of the years 1000..9999 or int64, a ``ZonedTimestamp`` spelled
-otherwise than ``_decode_zoned`` reads (or in other digits), ``bytes`` fields, a value of the wrong
+escaped or non-ASCII field name, duplicate names, nested values in the fields read
+(but a ``VariableScaleDecimal``), other logical types (a ``Decimal`` of a negative scale
+or sent as a number), dates and times out of the years 1000..9999 or int64, a
+``ZonedTimestamp`` spelled otherwise than ``_decode_zoned`` reads (or in other digits),
+``bytes`` fields, a value of the wrong
 JSON kind for its schema type, a non-canonical base64 placeholder, connectors other than
 MySQL / PostgreSQL / none, positions that are not plain non-negative integers, an update
 that changes the key (two rows), a missing key, a table name too long. ``LAST_STATS``
@@ -198,7 +199,7 @@ def _key_typer(schema_id: np.ndarray, schemas: list[Any]) -> Any:
             }
             k, _, sc = field_kind(fields.get(rnames[r_c]))
             fk_c[c_i], sc_c[c_i] = k, sc
-        return typed_values(ktok.b, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(erec), dtype=bool), kfb)
+        return typed_values(ktok, ev, text, esc, fk_c[inv], sc_c[inv], erec, np.ones(len(erec), dtype=bool), kfb)
 
     return typed
 
@@ -442,7 +443,7 @@ def _fast(
     ecol = colons[m]
     erec = crec[m]
     side = (pr[m] == R_AFTER).astype(np.int64)
-    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _fast_stats)
+    raw_names, ev, etext, eesc = row_entries(tok, ecol, erec, fb, _fast_stats, objects_ok=True)
     # schema kinds: per (schema, side, raw name)
     renc = pc.dictionary_encode(raw_names)
     rcode = renc.indices.to_numpy()
@@ -475,7 +476,7 @@ def _fast(
     toast, _ = unavailable(etext, ev["kind"], fk, erec, fb)
     prov = ~toast
     etype = ftype_tab[esid, side, rcode]
-    etext, eesc = typed_values(b, ev, etext, eesc, fk, fscale_tab[esid, side, rcode], erec, prov, fb)
+    etext, eesc = typed_values(tok, ev, etext, eesc, fk, fscale_tab[esid, side, rcode], erec, prov, fb)
     # lower-cased names; a name twice in one image (before or after lowering) -> fallback
     lnames = pc.ascii_lower(raw_names)
     lenc = pc.dictionary_encode(lnames)

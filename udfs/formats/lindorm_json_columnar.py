@@ -267,7 +267,7 @@ def _fast(
     if ne_:
         sql_e = ~hb[erec]
         at = (sid_at[erec], eobj, rcode)
-        etext, eesc = typed_values(b, ev, etext, eesc, fk_tab[at], sc_tab[at], erec, sql_e, fb)
+        etext, eesc = typed_values(tok, ev, etext, eesc, fk_tab[at], sc_tab[at], erec, sql_e, fb)
 
     # --- an SQL update's after: NULL for the columns before or the configuration
     # names and after lacks (before's, then the configured ones, by lower-cased name)

@@ -311,15 +311,16 @@ def test_what_the_columnar_path_takes() -> None:
         json.dumps(v1(transaction=None, unique={}, TIMESTAMP="17", message_version=_DROP)),
         json.dumps(v1(False, SEG_OWNER=None, TABLE_NAME="T", LOB_COLUMNS="decimalNum", DATA_STORE=None)),
     ]
-    # dates and times, decoded column-wise as Debezium's are
-    for name, value in [
-        ("io.debezium.time.Date", 19782),
-        ("io.debezium.time.Date", -1),
-        ("io.debezium.time.MicroTime", 45_296_000_001),
-        ("io.debezium.time.NanoTimestamp", 1_709_164_800_123_456_789),
-        ("io.debezium.time.ZonedTimestamp", "2024-02-29T10:00:00.5Z"),
+    # dates, times and NUMERIC without precision, decoded column-wise as Debezium's are
+    for name, connect_type, value in [
+        ("io.debezium.time.Date", "int32", 19782),
+        ("io.debezium.time.Date", "int32", -1),
+        ("io.debezium.time.MicroTime", "int64", 45_296_000_001),
+        ("io.debezium.time.NanoTimestamp", "int64", 1_709_164_800_123_456_789),
+        ("io.debezium.time.ZonedTimestamp", "string", "2024-02-29T10:00:00.5+01:00"),
+        ("io.debezium.data.VariableScaleDecimal", "struct", {"scale": 3, "value": "AeI="}),
     ]:
-        typed = typed_schema("2.0", {"type": "string" if "Zoned" in name else "int64", "name": name})
+        typed = typed_schema("2.0", {"type": connect_type, "name": name})
         texts.append(json.dumps(v2(op="u", before=None, after=dict(ROW, decimalNum=value), schema=typed)))
     n, fallbacks = compare(_opts(), texts)
     assert fallbacks == 0
