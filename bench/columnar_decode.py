@@ -8,7 +8,7 @@ generates (or reuses, with ``--data``) the benchmark's landing files of the form
 schema, some ASCII-escaped, 19-digit integers, 32-digit decimals, TOAST placeholders),
 cuts them into lines as ``cdc_read_records`` does (Arrow, ``valid_lines_struct``), and
 in batches of ``B`` records (a ``cdc_decode`` Arrow batch) times, taking turns batch by
-batch (the machine is shared and noisy). ``--logical``, ``--kcat`` and ``--dates`` are
+batch (the machine is shared and noisy). ``--logical``, ``--kcat`` and ``--typed`` are
 other Debezium renderings (see ``--help``):
 
 decode_records
@@ -71,23 +71,47 @@ def _diff(ref: dict[str, Any], got: dict[str, Any]) -> str:
     return "; ".join(out)[:600]
 
 
-_DATED_FIELDS = [
+_TYPED_FIELDS = [
     {"type": "int64", "optional": False, "field": "id"},
     {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "born"},
     {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTime", "field": "opens"},
     {"type": "int64", "optional": True, "name": "io.debezium.time.MicroTimestamp", "field": "seen"},
     {"type": "int64", "optional": True, "name": "io.debezium.time.NanoTimestamp", "field": "logged"},
     {"type": "string", "optional": True, "name": "io.debezium.time.ZonedTimestamp", "field": "updated_at"},
+    {
+        "type": "bytes",
+        "optional": True,
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": {"scale": "8", "connect.decimal.precision": "20"},
+        "field": "rate",
+    },
+    {"type": "struct", "optional": True, "name": "io.debezium.data.VariableScaleDecimal", "field": "amount"},
     {"type": "string", "optional": True, "field": "note"},
 ]
 
 
-def _dated_envelopes(start: int, count: int) -> str:
-    """``count`` Debezium envelopes (with schema) of a table of dates and times, one per line."""
+def _decimal_base64(unscaled: int) -> str:
+    import base64
+
+    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
+    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+
+
+def _zoned_text(micros: int) -> str:
+    """Debezium's ``ZonedTimestamp`` text of a moment (UTC, microseconds)."""
+    import datetime as dt
+
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _typed_envelopes(start: int, count: int) -> str:
+    """``count`` Debezium envelopes (with schema) of a table of dates, times and numerics,
+    one per line."""
     import random
 
     rng = random.Random(start)
-    row_schema = {"type": "struct", "fields": _DATED_FIELDS, "optional": True, "name": "pg.public.dated.Value"}
+    row_schema = {"type": "struct", "fields": _TYPED_FIELDS, "optional": True, "name": "pg.public.typed.Value"}
     schema = {
         "type": "struct",
         "fields": [
@@ -105,10 +129,12 @@ def _dated_envelopes(start: int, count: int) -> str:
             "opens": rng.randint(0, 86_399_999_999),
             "seen": seen,
             "logged": seen * 1000 + rng.randint(0, 999),
-            "updated_at": f"20{rng.randint(10, 29)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T0{rng.randint(0, 9)}:1{rng.randint(0, 9)}:2{rng.randint(0, 9)}.{rng.randint(0, 999999):06d}Z",
+            "updated_at": _zoned_text(seen),
+            "rate": _decimal_base64(rng.randint(-(10**19), 10**19)),
+            "amount": {"scale": rng.randint(0, 6), "value": _decimal_base64(rng.randint(-(10**12), 10**12))},
             "note": f"n{i}",
         }
-        source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "dated", "lsn": i, "txId": i}
+        source = {"connector": "postgresql", "db": "shop", "schema": "public", "table": "typed", "lsn": i, "txId": i}
         payload = {"before": None, "after": row, "source": source, "op": "c", "ts_ms": 1_700_000_000_000 + i}
         lines.append(json.dumps({"schema": schema, "payload": payload}, separators=(",", ":")))
     return "\n".join(lines) + "\n"
@@ -148,14 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         "cdc_read_records does, written to --data when given",
     )
     p.add_argument(
-        "--dates",
+        "--typed",
         action="store_true",
-        help="envelopes of a table of dates and times, with their schema (Date, MicroTime, NanoTimestamp, "
-        "ZonedTimestamp, MicroTimestamp), written to --data when given",
+        help="envelopes of a PostgreSQL table of dates, times and numerics, with their schema (Date, "
+        "MicroTime, MicroTimestamp, NanoTimestamp, ZonedTimestamp, Decimal of scale 8, "
+        "VariableScaleDecimal), written to --data when given",
     )
     args = p.parse_args(argv)
-    if args.format != "debezium_json" and (args.kcat or args.logical or args.dates):
-        p.error("--kcat, --logical and --dates are Debezium renderings")
+    if args.format != "debezium_json" and (args.kcat or args.logical or args.typed):
+        p.error("--kcat, --logical and --typed are Debezium renderings")
 
     import importlib
 
@@ -172,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     col = importlib.import_module(module_name)
     decode_columnar = getattr(col, function)
     opts = json.dumps({"format": case.format, "tables": tables_config([case])}, sort_keys=True)
-    if args.dates:
-        opts = json.dumps({"format": "debezium_json", "tables": {"dated": {"key": ["id"]}}}, sort_keys=True)
+    if args.typed:
+        opts = json.dumps({"format": "debezium_json", "tables": {"typed": {"key": ["id"]}}}, sort_keys=True)
     decode_type = col.DECODE_TYPE
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,11 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                 path = folder / f"part-{chunk // 10_000:05d}.json"
                 path.write_bytes(b"".join(f.content for f in runs[0]))
                 files.append(path)
-        if not files and args.dates:
+        if not files and args.typed:
             folder.mkdir(parents=True, exist_ok=True)
             for chunk in range(0, args.events, 10_000):
                 path = folder / f"part-{chunk // 10_000:05d}.json"
-                path.write_text(_dated_envelopes(chunk, min(10_000, args.events - chunk)))
+                path.write_text(_typed_envelopes(chunk, min(10_000, args.events - chunk)))
                 files.append(path)
         if not files:
             t0 = time.perf_counter()

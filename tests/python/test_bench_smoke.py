@@ -92,7 +92,7 @@ def test_columnar_decode_bench_checks_every_format() -> None:
 
     formats = _columnar_formats()
     assert {"debezium_json", "dts_canal_json", "dts_shareplex_json", "arcion_kafka_json"} <= set(formats), formats
-    runs = [["--format", fmt] for fmt in formats] + [["--dates"]]  # and Debezium's dates and times
+    runs = [["--format", fmt] for fmt in formats] + [["--typed"]]  # and Debezium's typed columns
     for run in runs:
         done = subprocess.run(
             [sys.executable, "-m", "bench.columnar_decode", *run, "--events", "600", "--rounds", "1"],
