@@ -168,19 +168,21 @@ def decimal_texts(b: np.ndarray, start: np.ndarray, end: np.ndarray, scales: np.
     src = nbytes[:, None] - 1 - k[None, :]
     le = np.where(src >= 0, raw[np.arange(n)[:, None], np.clip(src, 0, None)], np.where(neg, 255, 0)[:, None])
     le = np.ascontiguousarray(le.astype(np.uint8))
-    # the unscaled integer's digits (Arrow writes a decimal of scale 0 without exponent,
-    # all 39 digits of 16 bytes included), then the point put in as ``_scaled_text`` does
-    ints = pc.cast(pa.Array.from_buffers(pa.decimal128(38, 0), n, [None, pa.py_buffer(le.tobytes())]), pa.string())
-    sign = pc.if_else(pa.array(neg), "-", "")
-    digits = pc.utf8_ltrim(ints, "-")
+    # Arrow's decimal128 to string is ``_scaled_text`` up to scale 6 (beyond, it writes
+    # an exponent for small values); there the point is put in by string slicing into the
+    # digits of the unscaled integer (scale 0: no exponent, all 39 digits of 16 bytes)
     out = pa.nulls(n, pa.string())
     for sc in np.unique(scales).tolist():
-        at = pa.array(np.flatnonzero(scales == sc))
-        text = digits.take(at)
-        if sc:
-            padded = pc.utf8_lpad(text, width=sc + 1, padding="0")
-            text = cat(pc.utf8_slice_codeunits(padded, 0, -sc), ".", pc.utf8_slice_codeunits(padded, -sc))
-        out = patch(out, at.to_numpy(), cat(sign.take(at), text))
+        at = np.flatnonzero(scales == sc)
+        dec = pa.Array.from_buffers(
+            pa.decimal128(38, sc if sc <= 6 else 0), len(at), [None, pa.py_buffer(le[at].tobytes())]
+        )
+        text = pc.cast(dec, pa.string())
+        if sc > 6:
+            sign = pc.if_else(pa.array(neg[at]), "-", "")
+            padded = pc.utf8_lpad(pc.utf8_ltrim(text, "-"), width=sc + 1, padding="0")
+            text = cat(sign, pc.utf8_slice_codeunits(padded, 0, -sc), ".", pc.utf8_slice_codeunits(padded, -sc))
+        out = patch(out, at, text)
     return out, bad
 
 
