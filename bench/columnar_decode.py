@@ -105,7 +105,7 @@ def _zoned_text(micros: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _typed_envelopes(start: int, count: int) -> str:
+def typed_envelopes(start: int, count: int) -> str:
     """``count`` Debezium envelopes (with schema) of a table of dates, times and numerics,
     one per line."""
     import random
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             for chunk in range(0, args.events, 10_000):
                 path = folder / f"part-{chunk // 10_000:05d}.json"
-                path.write_text(_typed_envelopes(chunk, min(10_000, args.events - chunk)))
+                path.write_text(typed_envelopes(chunk, min(10_000, args.events - chunk)))
                 files.append(path)
         if not files:
             t0 = time.perf_counter()

@@ -108,15 +108,21 @@ def _options(tables: dict[str, Any], **options: Any) -> str:
 
 
 def _batch() -> tuple[list[str | None], dict[str, Any]]:
+    from bench.columnar_decode import typed_envelopes
+
     texts, tables = _workload_texts()
     tables["t"] = {"key": ["id"]}
+    tables["typed"] = {"key": ["id"]}  # dates, times and numerics of PostgreSQL
     hostile = _hostile()
+    typed = typed_envelopes(0, 300).splitlines()
     mixed: list[str | None] = []
-    for i, text in enumerate(texts):  # the hostile records spread through the batch
+    for i, text in enumerate(texts):  # the hostile and typed records spread through the batch
         mixed.append(text)
         if i % 20 == 0:
             mixed.append(hostile[(i // 20) % len(hostile)])
-    return mixed + hostile, tables
+        if i % 5 == 0 and typed:
+            mixed.append(typed.pop())
+    return mixed + hostile + typed, tables
 
 
 def test_columnar_type_is_the_udf_return_type(spark) -> None:
@@ -221,6 +227,7 @@ def test_spark_udf_columnar_true_and_false_give_the_same_results(spark) -> None:
     assert {"insert", "update", "delete", "snapshot", "truncate"} <= ops, ops
     assert any("__debezium_unavailable_value" in t for t in texts if t)
     assert any(c.get("col_types") for c in changes), "logical types"
+    assert any((c.get("col_types") or {}).get("born") == "date" for c in changes), "the typed table"
     assert any(len(d["changes"]) == 2 for d in decoded if d.get("changes")), "an update that changes the key"
     # and both equal decode_records, record by record
     want = decode_records(off, texts, keys, [f"file-{i // 100}" for i in range(len(texts))], [None] * len(texts))
