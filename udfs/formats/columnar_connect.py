@@ -333,7 +333,7 @@ def typed_values(
         pc.fill_null(pc.is_in(etext, value_set=pa.array(_NON_FINITE)), False).to_numpy(zero_copy_only=False), dtype=bool
     )
     fb[erec[prov & (fk == F_FLOAT) & ~((ek == K_INT) | (ek == K_FRAC) | (ek == K_NULL) | nonfinite)]] = True
-    # logical types: Decimal (base64 bytes) and epoch timestamps, column-wise
+    # logical types: the JSON kind each expects (else the fallback), then decoded column-wise
     fb[erec[prov & (fk == F_DECIMAL) & (ek != K_STR) & (ek != K_NULL)]] = True
     fb[erec[prov & np.isin(fk, _INT_UNITS) & (ek != K_INT) & (ek != K_NULL)]] = True
     fb[erec[prov & (fk == F_ZONED) & (ek != K_STR) & (ek != K_NULL)]] = True
