@@ -47,6 +47,13 @@ class FormatCase:
     framing: str
     #: workload format case (``workload.FORMAT_CASES``); None: plain Debezium (``deliver``)
     workload_case: str | None
+    #: the feed's options in ``cdc.yml`` (a CSV feed: its header and its one table)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def one_table(self) -> bool:
+        """A CSV file holds one table's rows: the case writes its first table only."""
+        return self.framing == "csv"
 
 
 FORMAT_CASES: dict[str, FormatCase] = {
@@ -66,8 +73,19 @@ FORMAT_CASES: dict[str, FormatCase] = {
         FormatCase("dts_canal_json", "dts_canal_json", "lines", "dts_canal_json"),
         # Alibaba Cloud DTS Shareplex JSON (Oracle), one message per line
         FormatCase("dts_shareplex_json", "dts_shareplex_json", "lines", "dts_shareplex_json"),
+        # Arcion internal CDC CSV of one table, with header rows: each chunk a file of
+        # snapshot rows (X fields) and a file of realtime rows (3X+3 fields)
+        FormatCase(
+            "arcion_internal_csv",
+            "arcion_internal_csv",
+            "csv",
+            "arcion_internal_csv",
+            {"header": True, "table": "arcion_internal_csv.customers"},
+        ),
     )
 }
+#: the formats the decode section measures unless told otherwise
+DEFAULT_DECODE_FORMATS = list(FORMAT_CASES)
 
 
 @dataclass
@@ -95,7 +113,13 @@ class DataSet:
 def tables(case: FormatCase) -> tuple[Any, ...]:
     """The workload tables a format case writes."""
     wl = workload()
-    return wl.DEFAULT_TABLES if case.workload_case is None else wl.case_tables(case.workload_case)
+    if case.workload_case is None:
+        return wl.DEFAULT_TABLES
+    found = wl.case_tables(case.workload_case)
+    if case.one_table:
+        found = tuple(t for t in found if t.name == case.options["table"])
+        assert found, f"{case.name}: no workload table {case.options['table']!r}"
+    return found
 
 
 def tables_config(cases: list[FormatCase]) -> dict[str, dict[str, Any]]:
@@ -107,8 +131,8 @@ def tables_config(cases: list[FormatCase]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _chunk_lines(case: FormatCase, n_events: int, seed: int) -> tuple[bytes, int, int]:
-    """One chunk: (file content, records, tombstones)."""
+def _chunk_files(case: FormatCase, n_events: int, seed: int) -> list[tuple[str, bytes, int, int]]:
+    """One chunk's files: (name suffix, content, records, tombstones) each."""
     wl = workload()
     if case.workload_case is None:
         events = wl.generate(seed, n_events)
@@ -116,29 +140,48 @@ def _chunk_lines(case: FormatCase, n_events: int, seed: int) -> tuple[bytes, int
             events, seed, 1, late_fraction=0.0, dup_fraction=0.0, kcat_fraction=0.0, tombstone_fraction=0.0, max_files=2
         )
         files = runs[0]
-        return b"".join(f.content for f in files), sum(f.n_records for f in files), 0
-    events = wl.adapt_events(case.workload_case, wl.generate(seed, n_events, wl.case_tables(case.workload_case)), seed)
+        return [("", b"".join(f.content for f in files), sum(f.n_records for f in files), 0)]
+    events = wl.adapt_events(case.workload_case, wl.generate(seed, n_events, tables(case)), seed)
     rendered = wl.render_case_records(case.workload_case, events, random.Random(f"bench:{case.name}:{seed}"))
+    if case.framing == "csv":
+        return _csv_files(case, rendered)
     lines = [line for _, records, _ in rendered for line in records]
     tombstones = sum(t for _, _, t in rendered)
-    return ("\n".join(lines) + "\n").encode("utf-8"), len(lines), tombstones
+    return [("", ("\n".join(lines) + "\n").encode("utf-8"), len(lines), tombstones)]
+
+
+def _csv_files(case: FormatCase, rendered: list[tuple[str, list[str], int]]) -> list[tuple[str, bytes, int, int]]:
+    """A CSV chunk as the workload delivers it: a file per kind of row (``#snapshot``,
+    ``#realtime``), each with its header row, rows ended by ``\\n``."""
+    wl = workload()
+    (spec,) = tables(case)
+    out = []
+    for kind in ("snapshot", "realtime"):
+        rows = [row for folder, records, _ in rendered if folder.endswith(f"#{kind}") for row in records]
+        if rows:
+            header = wl.arcion_csv_header(spec, realtime=kind == "realtime")
+            content = "".join(f"{line}\n" for line in (header, *rows)).encode("utf-8")
+            out.append(("" if kind == "realtime" else ".snapshot", content, len(rows), 0))
+    return out
 
 
 def write_dataset(case: FormatCase, folder: Path, n_events: int, seed: int, per_file: int = 10_000) -> DataSet:
-    """Write ``n_events`` events of ``case`` under ``folder`` as ``part-NNNNN.json`` files."""
+    """Write ``n_events`` events of ``case`` under ``folder`` as ``part-NNNNN.json`` files
+    (CSV: ``part-NNNNN.csv`` of realtime rows and ``part-NNNNN.snapshot.csv``)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = DataSet(folder)
+    ext = ".csv" if case.framing == "csv" else ".json"
     done = chunk = 0
     while done < n_events:
         n = min(per_file, n_events - done)
-        content, records, tombstones = _chunk_lines(case, n, seed * 100_003 + chunk)
-        path = folder / f"part-{chunk:05d}.json"
-        path.write_bytes(content)
-        out.files.append(path)
-        out.records += records
-        out.tombstones += tombstones
+        for suffix, content, records, tombstones in _chunk_files(case, n, seed * 100_003 + chunk):
+            path = folder / f"part-{chunk:05d}{suffix}{ext}"
+            path.write_bytes(content)
+            out.files.append(path)
+            out.records += records
+            out.tombstones += tombstones
+            out.bytes += len(content)
         out.events += n
-        out.bytes += len(content)
         done += n
         chunk += 1
     return out

@@ -42,14 +42,19 @@ native
     Spark keeps a number's JSON text, so no value is rounded), source block and times
     (for ``kcat`` lines the payload text is parsed by a second ``from_json``), written to
     ``noop``. It decodes no logical type, builds no key, seq or event id: it is the
-    floor of what Spark's own JSON reader costs for the same fields.
+    floor of what Spark's own JSON reader costs for the same fields. For CSV (Arcion
+    internal CSV) it is Spark's CSV reader instead (``multiLine``, the header skipped,
+    every field a string; snapshot and realtime files each read with their own field
+    count, then ``unionByName``): the columns as text, no images, ops or cursors.
 bound_orjson
     One Python process, no Spark: read each file, split lines, ``orjson.loads`` each
-    (and the ``kcat`` payload). The cost of parsing the JSON once in Python.
+    (and the ``kcat`` payload). The cost of parsing the JSON once in Python. For CSV,
+    the standard library's ``csv.reader`` over each file (``parser`` names which).
 bound_pyarrow
     ``pyarrow.json.read_json`` of each file as one block (kcat payloads read as a
     second JSON-lines buffer): a C++ parse with type inference, one thread per file.
-    ``None`` with the reason when it cannot infer one type per column.
+    ``None`` with the reason when it cannot infer one type per column. For CSV,
+    ``pyarrow.csv.read_csv`` (newlines in quoted values allowed, every column a string).
 """
 
 from __future__ import annotations
@@ -250,10 +255,35 @@ from final lateral view outer explode(changes) exploded as change
 """
 
 
+def csv_headers(case: FormatCase) -> dict[str, list[str]]:
+    """The header row's names of a CSV case's files: ``{glob: names}``, snapshot files
+    (``*.snapshot.csv``) and realtime files."""
+    from bench.data import tables, workload
+
+    (spec,) = tables(case)
+    header = workload().arcion_csv_header
+    return {
+        "*.snapshot.csv": header(spec, realtime=False).split(","),
+        "part-?????.csv": header(spec, realtime=True).split(","),
+    }
+
+
+def native_csv_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
+    """Spark's CSV reader over a CSV case's files (see *native* in the module doc)."""
+    frames = []
+    for glob, names in csv_headers(case).items():
+        ddl = ", ".join(f"`{n}` string" for n in names)
+        reader = spark.read.schema(ddl).options(header=True, multiLine=True, escape='"', nullValue="NULL")
+        frames.append(reader.option("pathGlobFilter", glob).csv(str(folder)))
+    return frames[0].unionByName(frames[1], allowMissingColumns=True)
+
+
 def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
     """The native ``from_json`` baseline as a DataFrame over ``folder``."""
     from pyspark.sql import functions as F  # noqa: N812 - the usual alias
 
+    if case.framing == "csv":
+        return native_csv_frame(spark, case, folder)
     schema, cols = native_select(case)
     lines = spark.read.text(str(folder))
     if case.framing == "kcat":
@@ -341,10 +371,24 @@ def timed_noop(df: Any) -> float:
     return time.perf_counter() - t0
 
 
+def bound_csv_module(data: DataSet) -> dict[str, Any]:
+    """Single-process ``csv.reader`` parse of every file (*bound_orjson* for CSV)."""
+    import csv
+
+    t0 = time.perf_counter()
+    parsed = 0
+    for path in data.files:
+        with path.open(newline="", encoding="utf-8") as fh:
+            parsed += sum(1 for _ in csv.reader(fh)) - 1  # the header row
+    return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": 0, "parser": "csv"}
+
+
 def bound_orjson(data: DataSet, framing: str) -> dict[str, Any]:
     """Single-process ``orjson`` parse of every record (see the module doc)."""
     import orjson
 
+    if framing == "csv":
+        return bound_csv_module(data)
     t0 = time.perf_counter()
     parsed = failed = 0
     for path in data.files:
@@ -358,27 +402,33 @@ def bound_orjson(data: DataSet, framing: str) -> dict[str, Any]:
                 parsed += 1
             except orjson.JSONDecodeError:
                 failed += 1
-    return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": failed}
+    return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": failed, "parser": "orjson"}
 
 
-def python_decode(data: DataSet, framing: str, decoder_options: str, sample: int) -> dict[str, Any]:
+def python_decode(
+    data: DataSet, framing: str, decoder_options: str, sample: int, feed_options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The pure functions behind the UDFs, in this process, without Spark:
     ``udfs.framing.split_file`` + ``udfs.decode.decode_records`` over the first files
-    of ``data`` (at least ``sample`` records; a rate per record needs no more)."""
+    of ``data`` (at least ``sample`` records; a rate per record needs no more).
+    ``feed_options``: the framing's options (a CSV file's ``header``)."""
     from udfs.decode import decode_records
     from udfs.framing import split_file
 
+    def decode(chunk: list[Any]) -> list[dict[str, Any]]:
+        keys, headers = [r.kafka_key for r in chunk], [r.header for r in chunk]
+        return decode_records(decoder_options, [r.text for r in chunk], keys, headers=headers)
+
     # the first call imports the format's modules (once per process, as in a worker)
-    first = split_file(data.files[0].read_bytes(), framing, {})[:1]
-    decode_records(decoder_options, [r.text for r in first], [r.kafka_key for r in first])
+    decode(split_file(data.files[0].read_bytes(), framing, feed_options)[:1])
     t0 = time.perf_counter()
-    records = changes = 0
+    records = changes = quarantined = 0
     for path in data.files:
-        raw = split_file(path.read_bytes(), framing, {})
+        raw = split_file(path.read_bytes(), framing, feed_options)
         for i in range(0, len(raw), 2000):  # the UDF's batch size
-            chunk = raw[i : i + 2000]
-            results = decode_records(decoder_options, [r.text for r in chunk], [r.kafka_key for r in chunk])
+            results = decode(raw[i : i + 2000])
             changes += sum(len(r["changes"] or []) for r in results)
+            quarantined += sum(r["status"] == "quarantined" for r in results)
         records += len(raw)
         if records >= sample:
             break
@@ -387,6 +437,7 @@ def python_decode(data: DataSet, framing: str, decoder_options: str, sample: int
         "seconds": round(seconds, 3),
         "records": records,
         "changes": changes,
+        "quarantined": quarantined,  # none in the generated data: a check that it decodes
         "records_per_s": round(records / seconds, 1),
     }
 
@@ -403,6 +454,8 @@ def bound_pyarrow(data: DataSet, framing: str) -> dict[str, Any]:
     """``pyarrow.json.read_json`` of every file (see the module doc)."""
     import pyarrow.json as pj
 
+    if framing == "csv":
+        return bound_pyarrow_csv(data)
     t0 = time.perf_counter()
     rows = 0
     try:
@@ -415,6 +468,26 @@ def bound_pyarrow(data: DataSet, framing: str) -> dict[str, Any]:
             rows += table.num_rows
     except Exception as exc:  # noqa: BLE001 - a type pyarrow cannot infer is a result, not a failure
         return {"seconds": None, "rows": rows, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {"seconds": time.perf_counter() - t0, "rows": rows, "error": None}
+
+
+def bound_pyarrow_csv(data: DataSet) -> dict[str, Any]:
+    """``pyarrow.csv.read_csv`` of every file, every column a string (*bound_pyarrow*
+    for CSV): the header row names the columns."""
+    import pyarrow.csv as pc_csv
+
+    t0 = time.perf_counter()
+    rows = 0
+    for path in data.files:
+        with path.open("rb") as fh:
+            names = fh.readline().decode("utf-8").rstrip("\r\n").split(",")
+        table = pc_csv.read_csv(
+            path,
+            read_options=pc_csv.ReadOptions(block_size=path.stat().st_size + 1),
+            parse_options=pc_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pc_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+        )
+        rows += table.num_rows
     return {"seconds": time.perf_counter() - t0, "rows": rows, "error": None}
 
 
@@ -475,7 +548,7 @@ def run_decode(
     with sampler.section(f"decode:{case.name}:bound"):
         orj = min((bound_orjson(data, case.framing) for _ in range(repeat)), key=lambda r: r["seconds"])
         pya = bound_pyarrow(data, case.framing)
-        pyd = python_decode(data, case.framing, decoder_options, python_sample)
+        pyd = python_decode(data, case.framing, decoder_options, python_sample, case.options)
     out = {
         "format": case.format,
         "case": case.name,
@@ -488,7 +561,7 @@ def run_decode(
         "project_cached_results": _rates(best.get("project_cached_results"), data) | {"cache_misses": misses},
         "python_decode_only": pyd,
         "native_from_json": _rates(native, data),
-        "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"]},
+        "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"], "parser": orj["parser"]},
         "bound_pyarrow": _rates(pya["seconds"], data) | {"error": pya["error"]},
         "spark_tasks": {
             "project": tasks_with_files(spark, files_sql(model[1], model[2]), model_tasks(model[0])),

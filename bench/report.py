@@ -89,6 +89,11 @@ def format_tables(res: dict[str, Any]) -> str:
             rows,
         ),
     ]
+    csv_cases = [d["case"] for d in res["decode"] if d["bound_orjson"].get("parser") == "csv"]
+    if csv_cases:
+        parts.append(
+            f"  ({', '.join(csv_cases)}: native is Spark's CSV reader, orjson the csv module, pyarrow pyarrow.csv)"
+        )
 
     def ratio(value: Any) -> str:
         return "-" if value is None else f"{value:,.1f}x"

@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                 *(
                     {"name": f"decode_{n}", "format": FORMAT_CASES[n].format, "path": str(ds.folder)}
                     | {"framing": FORMAT_CASES[n].framing}
+                    | ({"options": FORMAT_CASES[n].options} if FORMAT_CASES[n].options else {})
                     for n, ds in decode_sets.items()
                 ),
             ],

@@ -25,7 +25,8 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     out = tmp_path / "results"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     args = [
-        *("--formats", "debezium_json", "--events", "2000", "--e2e-events", "2000"),
+        *("--formats", "debezium_json,arcion_internal_csv", "--events", "2000", "--other-events", "600"),
+        *("--e2e-events", "2000"),
         *("--state-sizes", "500,5000", "--merge-batch", "200", "--merge-repeat", "1", "--hot-key-versions", "80"),
         *("--work", str(tmp_path / "work"), "--out", str(out)),
     ]
@@ -40,8 +41,9 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     res = json.loads(result.read_text())
     assert set(res) >= {"meta", "decode", "end_to_end", "merge_growth", "hot_key", "memory"}
 
-    (decode,) = res["decode"]
+    decode, csv = res["decode"]
     assert decode["format"] == "debezium_json" and decode["data"]["records"] == 2000
+    assert decode["python_decode_only"]["quarantined"] == 0
     for variant in ("project", "project_one_task", "native_from_json", "bound_orjson"):
         assert _positive(decode[variant]["records_per_s"]), variant
         assert _positive(decode[variant]["mb_per_s"]), variant
@@ -52,6 +54,15 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     assert isinstance(decode["project_cached_results"]["cache_misses"], int)
     assert _positive(decode["ratio_cached_results_over_native"]) and _positive(decode["ratio_project_over_two_calls"])
     assert _positive(decode["ratio_project_over_native"]) and _positive(decode["ratio_project_over_bound_orjson"])
+    # Arcion internal CSV: one table, snapshot and realtime files with their header rows,
+    # against Spark's CSV reader, the csv module and pyarrow.csv; every row one change
+    assert csv["format"] == "arcion_internal_csv" and csv["data"]["records"] == 600
+    assert csv["data"]["files"] == 2 and csv["bound_orjson"]["parser"] == "csv"
+    assert csv["python_decode_only"]["changes"] == 600 and csv["python_decode_only"]["quarantined"] == 0
+    for variant in ("project", "native_from_json", "bound_orjson", "bound_pyarrow", "python_decode_only"):
+        assert _positive(csv[variant]["records_per_s"]), variant
+    assert csv["project_python_path"]["records_per_s"] is None  # no columnar decoder to compare with
+    assert "arcion_internal_csv: native is Spark's CSV reader" in done.stdout
 
     e2e = res["end_to_end"]
     assert e2e["summary"]["records"] == 2000 and e2e["summary"]["quarantined"] == 0
