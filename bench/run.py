@@ -116,6 +116,27 @@ def _write_config(path: Path, warehouse: Path, schema: str, feeds: list[dict[str
 
 #: what a pipeline run reads from the repository: the package and the dbt project
 SNAPSHOT_PATHS = ("udfs", "models", "macros", "seeds", "tests/dbt", "profiles", "dbt_project.yml")
+#: the harness's modules :func:`main` uses after the snapshot (some import ``udfs``, so
+#: not before it); :func:`load_harness` imports them all at once
+HARNESS_MODULES = (
+    "bench.data",
+    "bench.memory",
+    "bench.decode",
+    "bench.e2e",
+    "bench.merge",
+    "bench.hot_key",
+    "bench.report",
+)
+
+
+def load_harness() -> None:
+    """Import :data:`HARNESS_MODULES` now, right after the snapshot: a module imported
+    only when its section starts would be read from the working tree then, and an edit
+    of ``bench/`` during a run would change (or break) the run's later sections."""
+    import importlib
+
+    for name in HARNESS_MODULES:
+        importlib.import_module(name)
 
 
 def snapshot_code(work: Path) -> tuple[Path, str]:
@@ -225,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     started_in = Path.cwd()
     warehouse = work / "warehouse"
     code, code_digest = snapshot_code(work)
+    load_harness()
     git_at_snapshot = _git()  # the commit the copied code came from (the tree may move on during the run)
 
     from bench.memory import MemorySampler

@@ -21,6 +21,17 @@ def _positive(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
+def test_every_module_the_run_imports_late_is_loaded_right_after_the_snapshot() -> None:
+    """``bench.run`` imports some of its modules inside ``main`` (after the code snapshot,
+    as they import ``udfs``); ``load_harness`` must load each of them at the snapshot, or
+    an edit of ``bench/`` during a run reaches the run's later sections."""
+    from bench.run import HARNESS_MODULES
+
+    source = (REPO / "bench" / "run.py").read_text(encoding="utf-8")
+    late = set(re.findall(r"^\s+from (bench\.\w+) import", source, flags=re.MULTILINE))
+    assert late and late <= set(HARNESS_MODULES), sorted(late - set(HARNESS_MODULES))
+
+
 def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> None:
     out = tmp_path / "results"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
