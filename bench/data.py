@@ -52,7 +52,7 @@ class FormatCase:
 
     @property
     def one_table(self) -> bool:
-        """A CSV file holds one table's rows: the case writes its first table only."""
+        """A CSV file holds one table's rows: the case writes ``options["table"]`` only."""
         return self.framing == "csv"
 
 
@@ -84,8 +84,6 @@ FORMAT_CASES: dict[str, FormatCase] = {
         ),
     )
 }
-#: the formats the decode section measures unless told otherwise
-DEFAULT_DECODE_FORMATS = list(FORMAT_CASES)
 
 
 @dataclass
