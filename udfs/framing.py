@@ -36,9 +36,14 @@ are checked on their own; the bad record keeps its raw bytes as base64.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FRAMINGS = ("lines", "documents", "kcat", "kafka_parquet", "csv", "length_prefixed")
 
@@ -58,7 +63,7 @@ def _loads(text: str) -> object:
     error text is the result."""
     if _FAST_JSON is not None:
         try:
-            return _FAST_JSON.decode(text)  # type: ignore[attr-defined]
+            return _FAST_JSON.decode(text)
         except _FAST_ERRORS:
             pass
     return json.loads(text)
@@ -228,35 +233,140 @@ def split_length_prefixed(content: bytes) -> list[RawRecord]:
     return out
 
 
-def split_kafka_parquet(content: bytes, binary_values: bool = False) -> list[RawRecord]:
+#: the columns of a Kafka dump (Spark's Kafka source) a record keeps, and what each may be
+_KAFKA_TEXT = ("key", "topic")
+_KAFKA_INTEGERS = {"partition": 31, "offset": 63}
+#: milliseconds per unit of a timestamp column (a negative factor: divide, rounding down)
+_MS_PER_UNIT = {"s": 1000, "ms": 1, "us": -1000, "ns": -1_000_000}
+
+
+class KafkaParquetError(ValueError):
+    """A ``kafka_parquet`` file that is not a Kafka dump: its one quarantined record's reason."""
+
+
+def _kafka_column(table: pa.Table, name: str) -> pa.Array | None:
+    """Column ``name`` of a Kafka dump as one Arrow array, or None when the file lacks it."""
+    if name not in table.column_names:
+        return None
+    return table.column(name).combine_chunks()
+
+
+def _kafka_timestamps_ms(column: pa.Array) -> pa.Array:
+    """A ``timestamp`` column as bigint milliseconds since the epoch, exactly: Arrow's
+    integer count of the column's unit, divided rounding down (never through a float).
+    A timestamp without a time zone is read as UTC: Spark writes its INT96 and
+    ``TIMESTAMP_*`` parquet values as UTC instants."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    if pat.is_integer(column.type):
+        return column.cast(pa.int64())
+    if not pat.is_timestamp(column.type):
+        raise KafkaParquetError(f"column 'timestamp' is {column.type}, not a timestamp")
+    counts = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    factor = _MS_PER_UNIT[column.type.unit]
+    ms = counts * factor if factor > 0 else np.floor_divide(counts, -factor)
+    return pa.array(ms, type=pa.int64(), mask=column.is_null().to_numpy(zero_copy_only=False))
+
+
+def kafka_parquet_columns(content: bytes, binary_values: bool = False) -> dict[str, pa.Array]:
+    """The records of a ``kafka_parquet`` file as Arrow columns, one element per
+    message in file order: ``text``, ``error`` and ``raw_b64`` (as :func:`_utf8`, or for
+    ``binary_values`` the value as base64 in both), ``kafka_key`` (text; a key that is not
+    UTF-8 is null), ``kafka_topic`` (the texts as ``large_string``), ``kafka_partition``,
+    ``kafka_offset`` and ``kafka_timestamp_ms``. A null value is a tombstone (``text``
+    null).
+
+    Column by column, so a file of a million messages costs a million times one, not its
+    square. Raises :class:`KafkaParquetError` for a file that is not a Kafka dump: not
+    parquet, no ``value`` column, a column of a type the Kafka source does not write
+    (``key`` and ``value`` binary or text, ``topic`` text, ``partition`` and ``offset``
+    integers, ``timestamp`` a timestamp or integer milliseconds), a ``partition`` beyond
+    int or an ``offset`` beyond bigint.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
+    import pyarrow.types as pat
 
     try:
         table = pq.read_table(io.BytesIO(content))
     except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
-        return [RawRecord(0, None, error=f"not parquet: {exc}", raw_b64=base64.b64encode(content).decode())]
-    cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        raise KafkaParquetError(f"not parquet: {exc}") from exc
     n = table.num_rows
-    out = []
-    for i in range(n):
-        value = cols.get("value", [None] * n)[i]
-        key = cols.get("key", [None] * n)[i]
-        ts = cols.get("timestamp", [None] * n)[i]
-        if value is None:
-            rec = RawRecord(i, None)
-        else:
-            rec = _binary(value, i) if binary_values else _utf8(value, i)
-        if key is not None:
-            try:
-                rec.kafka_key = key.decode("utf-8") if isinstance(key, bytes) else str(key)
-            except UnicodeDecodeError:
-                rec.kafka_key = None
-        rec.kafka_topic = cols.get("topic", [None] * n)[i]
-        rec.kafka_partition = cols.get("partition", [None] * n)[i]
-        rec.kafka_offset = cols.get("offset", [None] * n)[i]
-        rec.kafka_timestamp_ms = int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else ts
-        out.append(rec)
-    return out
+    value = _kafka_column(table, "value")
+    if value is None:
+        raise KafkaParquetError(f"not a Kafka dump: no 'value' column (columns: {', '.join(table.column_names)})")
+    columns: dict[str, pa.Array] = {}
+    for name in ("value", *_KAFKA_TEXT):
+        col = value if name == "value" else _kafka_column(table, name)
+        if col is None:
+            col = pa.nulls(n, pa.string())
+        elif pat.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        if not (pat.is_string(col.type) or pat.is_large_string(col.type) or pat.is_binary(col.type)
+                or pat.is_large_binary(col.type) or pat.is_null(col.type)):  # fmt: skip
+            raise KafkaParquetError(f"column {name!r} is {col.type}, not binary or text")
+        if name == "topic" and pat.is_binary(col.type):
+            raise KafkaParquetError("column 'topic' is binary, not text")
+        columns[name] = col
+    # the texts stay large_string (64-bit offsets): the caller checks what one Arrow
+    # string column can hold before it casts them
+    raw = columns.pop("value").cast(pa.large_binary())
+    if binary_values:
+        values = raw.to_pylist()
+        b64 = pa.array([None if v is None else base64.b64encode(v).decode() for v in values], pa.large_string())
+        columns.update(text=b64, error=pa.nulls(n, pa.large_string()), raw_b64=b64)
+    else:
+        try:
+            text = raw.cast(pa.large_string())
+            columns.update(text=text, error=pa.nulls(n, pa.large_string()), raw_b64=pa.nulls(n, pa.large_string()))
+        except pa.ArrowInvalid:  # invalid UTF-8: those records only are quarantined, as _utf8 does
+            records = [RawRecord(i, None) if v is None else _utf8(v, i) for i, v in enumerate(raw.to_pylist())]
+            for name in ("text", "error", "raw_b64"):
+                columns[name] = pa.array([getattr(r, name) for r in records], pa.large_string())
+    key = columns.pop("key").cast(pa.large_binary())
+    try:
+        columns["kafka_key"] = key.cast(pa.large_string())
+    except pa.ArrowInvalid:  # a key that is not UTF-8 text: no key
+        columns["kafka_key"] = pa.array([_utf8_or_none(k) for k in key.to_pylist()], pa.large_string())
+    columns["kafka_topic"] = columns.pop("topic").cast(pa.large_string())
+    for name, bits in _KAFKA_INTEGERS.items():
+        col = _kafka_column(table, name)
+        if col is None:
+            columns[f"kafka_{name}"] = pa.nulls(n, pa.int32() if bits == 31 else pa.int64())
+            continue
+        if not pat.is_integer(col.type):
+            raise KafkaParquetError(f"column {name!r} is {col.type}, not an integer")
+        lo, hi = pc.min_max(col).values()
+        if lo.is_valid and not (-(2**bits) <= lo.as_py() and hi.as_py() < 2**bits):
+            raise KafkaParquetError(f"column {name!r} holds {lo.as_py()}..{hi.as_py()}, beyond {bits + 1}-bit integers")
+        columns[f"kafka_{name}"] = col.cast(pa.int32() if bits == 31 else pa.int64())
+    stamp = _kafka_column(table, "timestamp")
+    columns["kafka_timestamp_ms"] = pa.nulls(n, pa.int64()) if stamp is None else _kafka_timestamps_ms(stamp)
+    return columns
+
+
+def _utf8_or_none(raw: bytes | None) -> str | None:
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def split_kafka_parquet(content: bytes, binary_values: bool = False) -> list[RawRecord]:
+    """The records of a ``kafka_parquet`` file (:func:`kafka_parquet_columns`); a file
+    that is not a Kafka dump is one quarantined record holding the file as base64."""
+    try:
+        columns = kafka_parquet_columns(content, binary_values)
+    except KafkaParquetError as exc:
+        return [RawRecord(0, None, error=str(exc), raw_b64=base64.b64encode(content).decode())]
+    names = [f.name for f in dataclasses.fields(RawRecord) if f.name in columns]
+    values = [columns[name].to_pylist() for name in names]
+    return [RawRecord(i, **dict(zip(names, row, strict=True))) for i, row in enumerate(zip(*values, strict=True))]
 
 
 def split_csv(content: bytes, header: bool = False) -> list[RawRecord]:

@@ -44,7 +44,7 @@ import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
-from udfs.framing import RawRecord, split_file, strip_bom
+from udfs.framing import KafkaParquetError, RawRecord, kafka_parquet_columns, split_file, strip_bom
 from udfs.types import widest_type
 
 RECORDS_DDL = (
@@ -190,6 +190,8 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
             part = valid_lines_struct(content, struct_type)
         elif framing == "kcat":
             part = kcat_struct(content, struct_type)
+        elif framing == "kafka_parquet":
+            part = kafka_parquet_struct(content, opts, struct_type)
         if part is None:
             part = _records_struct(_split(content, framing, opts), struct_type)
     except FileTooLargeError as exc:
@@ -243,6 +245,26 @@ def _numbered_records(columns: dict[str, pa.Array], struct_type: pa.StructType) 
         [columns[f.name] if f.name in columns else pa.nulls(n, type=f.type) for f in struct_type],
         fields=list(struct_type),
     )
+
+
+def kafka_parquet_struct(content: bytes, opts: str | None, struct_type: pa.StructType) -> pa.StructArray | None:
+    """The ``kafka_parquet`` framing of ``content`` as records, column by column
+    (:func:`udfs.framing.kafka_parquet_columns`: no ``RawRecord`` per message), or None
+    for a file that is not a Kafka dump, whose one quarantined record
+    :func:`udfs.framing.split_kafka_parquet` writes."""
+    import pyarrow.compute as pc
+
+    decoder_options = json.loads(opts) if opts else {}
+    try:
+        columns = kafka_parquet_columns(content, _binary_values(decoder_options.get("format")))
+    except KafkaParquetError:
+        return None
+    for name in ("text", "raw_b64"):
+        text_bytes = pc.sum(pc.binary_length(columns[name])).as_py() or 0
+        if text_bytes > MAX_FILE_TEXT_BYTES:
+            raise FileTooLargeError(text_bytes)
+    types = {field.name: field.type for field in struct_type}
+    return _numbered_records({name: col.cast(types[name]) for name, col in columns.items()}, struct_type)
 
 
 try:  # a speed-up only: without msgspec, kcat files take udfs.framing.split_kcat

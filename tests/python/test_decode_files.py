@@ -7,7 +7,9 @@
   record with its file and header), Arrow-equal. The files: Debezium JSON lines decoded
   column-wise and with ``columnar: false`` (workload events with invalid JSON, an
   envelope without ``op`` and a line that is not UTF-8 among them), Arcion CSV with a
-  header row and the table taken from the file's path, an empty file and a null path;
+  header row and the table taken from the file's path, Kafka dumps as parquet (Debezium
+  text values with keys and a tombstone, DTS Avro binary values, and a parquet file
+  that is not a Kafka dump), an empty file and a null path;
 * the raw record comes out only for a quarantined record (a framing error or a
   ``quarantined`` result), base64 where the bytes are not UTF-8, and a framing error
   has no result;
@@ -59,6 +61,47 @@ def _options(fmt: str, framing: str, options: dict[str, Any], tables: dict[str, 
     return json.dumps({"format": fmt, "framing": framing, "options": options, "tables": tables}, sort_keys=True)
 
 
+def _kafka_dump(values: list[bytes | None], keys: list[bytes | None] | None = None, **columns: pa.Array) -> bytes:
+    """A parquet Kafka dump (Spark's Kafka source layout) of ``values``."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    n = len(values)
+    table = {
+        "key": pa.array(keys or [None] * n, pa.binary()),
+        "value": pa.array(values, pa.binary()),
+        "topic": pa.array(["shop"] * n),
+        "partition": pa.array([3] * n, pa.int32()),
+        "offset": pa.array(range(100, 100 + n), pa.int64()),
+        "timestamp": pa.array([2176914361503 + i for i in range(n)], pa.timestamp("ms", tz="UTC")),
+    }
+    table.update(columns)
+    out = io.BytesIO()
+    pq.write_table(pa.table(table), out)
+    return out.getvalue()
+
+
+def _avro_insert(i: int) -> bytes:
+    from udfs.formats.dts_avro import encode_record, typed
+
+    return encode_record(
+        {
+            "version": 1,
+            "id": i,
+            "sourceTimestamp": 1600161894,
+            "sourcePosition": f"{i}@mysql-bin.000003",
+            "sourceTxid": str(i),
+            "source": {"sourceType": "MySQL", "version": "5.7"},
+            "operation": "INSERT",
+            "objectName": "shop.orders",
+            "fields": [{"name": "id", "dataTypeNumber": 0}],
+            "beforeImages": None,
+            "afterImages": [typed("Integer", {"precision": 8, "value": str(i)})],
+        }
+    )
+
+
 @pytest.fixture(scope="module")
 def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[str | None]]:
     """(paths, framings, options) of the test's files, one row per file."""
@@ -74,8 +117,15 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
         f'NULL,1,2,NULL,NULL,0,"new ""comment""",NULL,1,U,{CURSOR % 500},x\n'
         "1,2\n"
     )
+    # a Kafka dump of the same envelopes: keys, a tombstone, a value that is not UTF-8
+    lines = content.split(b"\n")[:40]
+    (root / "dbz.parquet").write_bytes(_kafka_dump([*lines, None], [b'{"id":1}', b"\xff", *[None] * 39]))
+    (root / "not_a_dump.parquet").write_bytes(_kafka_dump([b"{}"], [None], offset=pa.array(["7"])))
+    (root / "avro.parquet").write_bytes(_kafka_dump([_avro_insert(1), b"\x00\xff", None, _avro_insert(2)]))
     dbz = _options("debezium_json", "lines", {}, tables)
     dbz_rows = _options("debezium_json", "lines", {"columnar": False}, tables)
+    dbz_kafka = _options("debezium_json", "kafka_parquet", {}, tables)
+    avro = _options("dts_avro", "kafka_parquet", {}, {"shop.orders": {"key": ["id"]}})
     csv = _options(
         "arcion_internal_csv",
         "csv",
@@ -89,6 +139,9 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
         (str(root / "dbz.json"), "lines", dbz_rows),
         (str(root / "empty.json"), "lines", dbz),
         (str(root / "region" / "part-0002.csv"), "csv", csv),
+        (str(root / "dbz.parquet"), "kafka_parquet", dbz_kafka),
+        (str(root / "not_a_dump.parquet"), "kafka_parquet", dbz_kafka),
+        (str(root / "avro.parquet"), "kafka_parquet", avro),
     ]
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
@@ -129,7 +182,7 @@ def test_same_records_as_read_then_decode(landing) -> None:
     got = decode_files_array(*_arrays(landing))
     expected = _reference(*landing)
     assert got.type == DECODED_RECORDS_TYPE
-    assert len(got) == 6 and got.is_null().to_pylist() == [False, False, True, False, False, False]
+    assert len(got) == 9 and got.is_null().to_pylist() == [False, False, True, *[False] * 6]
     for i in range(len(expected)):
         assert got[i].equals(expected[i]), (i, landing[0][i])
     assert got.equals(expected)
@@ -137,14 +190,36 @@ def test_same_records_as_read_then_decode(landing) -> None:
     records = got.flatten().to_pylist()
     statuses = [None if r["result"] is None else r["result"]["status"] for r in records]
     assert statuses.count("ok") > 500 and statuses.count("quarantined") >= 4, statuses
-    not_utf8 = [r for r in records if r["error"] is not None and r["raw_is_base64"]]  # in both Debezium files
+    debezium_lines = got[0].values.to_pylist() + got[3].values.to_pylist()
+    not_utf8 = [r for r in debezium_lines if r["error"] is not None and r["raw_is_base64"]]
     assert [(r["result"], r["raw_record"]) for r in not_utf8] == [(None, "//4gbm90IHV0Zi04")] * 2  # the line's base64
     assert all(r["raw_record"] is None for r, s in zip(records, statuses, strict=True) if s == "ok")
     assert [r["raw_record"] for r, s in zip(records, statuses, strict=True) if s == "quarantined"].count(
         "not json"
-    ) == 2  # in both Debezium files
+    ) == 3  # in both Debezium files and the Kafka dump of their first lines
     csv_rows = got[1].values.to_pylist()
     assert [dict(c["after"])["r_name"] for r in csv_rows for c in r["result"]["changes"]] == ["AFRICA", "A"]
+    # the Kafka dumps: every message a record with its metadata, exact milliseconds
+    dump = got[6].values.to_pylist()
+    assert [r["kafka_offset"] for r in dump] == list(range(100, 141))
+    assert {(r["kafka_topic"], r["kafka_partition"]) for r in dump} == {("shop", 3)}
+    assert [r["kafka_timestamp_ms"] for r in dump][:2] == [2176914361503, 2176914361504]
+    assert [r["result"]["status"] for r in dump[-1:]] == ["skipped"]  # the tombstone
+    (bad,) = [r for r in dump if r["error"] is not None]  # the value that is not UTF-8
+    assert (bad["error"], bad["raw_record"], bad["raw_is_base64"]) == (
+        "invalid UTF-8 at byte 0",
+        "//4gbm90IHV0Zi04",
+        True,
+    )
+    (not_a_dump,) = got[7].values.to_pylist()
+    assert not_a_dump["error"] == "column 'offset' is string, not an integer" and not_a_dump["raw_is_base64"]
+    avro_rows = got[8].values.to_pylist()
+    assert [r["result"]["status"] for r in avro_rows] == ["ok", "quarantined", "skipped", "ok"]
+    assert [dict(r["result"]["changes"][0]["after"]) for r in (avro_rows[0], avro_rows[3])] == [
+        {"id": "1"},
+        {"id": "2"},
+    ]
+    assert avro_rows[1]["raw_record"] == "AP8=" and avro_rows[1]["raw_is_base64"]  # the value as base64
 
 
 def test_chunks_do_not_change_the_result(landing) -> None:
@@ -228,6 +303,30 @@ def test_a_file_past_the_text_limit_is_one_framing_error(tmp_path, monkeypatch) 
     # cdc_read_records gives the same framing error
     read = read_records_array(paths, ["lines"] * 3, [opts] * 3, RECORDS_TYPE).to_pylist()
     assert [[r["error"] for r in records] for records in read[:2]] == [[got[0][0]["error"]], [got[1][0]["error"]]]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_a_kafka_dump_past_the_text_limit_is_one_framing_error(monkeypatch, binary) -> None:
+    """The column-wise ``kafka_parquet`` path counts its values' text (base64 for a
+    binary format) against the limit as ``split_kafka_parquet``'s path does."""
+    import udfs.spark_udfs as spark_udfs
+    from udfs.spark_udfs import file_records_struct
+
+    content = _kafka_dump([b"x" * 30, "é".encode() * 15])  # 60 bytes of text; base64: 40 + 40
+    size = 80 if binary else 60
+    opts = json.dumps({"format": "dts_avro" if binary else "debezium_json"})
+    struct_type = RECORDS_TYPE.value_type
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", size - 1)
+    (record,) = file_records_struct(content, "kafka_parquet", opts, struct_type).to_pylist()
+    assert record["error"] == (
+        f"file too large: its records hold {size} bytes of text, more than the {size - 1} one landing file may hold "
+        "(Arrow's 32-bit offsets); split the file"
+    )
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", size)
+    assert [r["error"] for r in file_records_struct(content, "kafka_parquet", opts, struct_type).to_pylist()] == [
+        None,
+        None,
+    ]
 
 
 def test_a_kcat_file_past_the_text_limit_is_one_framing_error(monkeypatch) -> None:
