@@ -73,6 +73,9 @@ FORMAT_CASES: dict[str, FormatCase] = {
         FormatCase("dts_canal_json", "dts_canal_json", "lines", "dts_canal_json"),
         # Alibaba Cloud DTS Shareplex JSON (Oracle), one message per line
         FormatCase("dts_shareplex_json", "dts_shareplex_json", "lines", "dts_shareplex_json"),
+        # Alibaba Cloud DTS Avro: a Kafka dump as parquet, as Spark's Kafka source writes
+        # it (the values binary Avro records)
+        FormatCase("dts_avro", "dts_avro", "kafka_parquet", "dts_avro"),
         # Arcion internal CDC CSV of one table, with header rows: each chunk a file of
         # snapshot rows (X fields) and a file of realtime rows (3X+3 fields)
         FormatCase(
@@ -145,7 +148,7 @@ def _chunk_files(case: FormatCase, n_events: int, seed: int) -> list[tuple[str, 
         return _csv_files(case, rendered)
     lines = [line for _, records, _ in rendered for line in records]
     tombstones = sum(t for _, _, t in rendered)
-    return [("", ("\n".join(lines) + "\n").encode("utf-8"), len(lines), tombstones)]
+    return [("", wl.frame_records(case.framing, lines), len(lines), tombstones)]
 
 
 def _csv_files(case: FormatCase, rendered: list[tuple[str, list[str], int]]) -> list[tuple[str, bytes, int, int]]:
@@ -165,10 +168,11 @@ def _csv_files(case: FormatCase, rendered: list[tuple[str, list[str], int]]) -> 
 
 def write_dataset(case: FormatCase, folder: Path, n_events: int, seed: int, per_file: int = 10_000) -> DataSet:
     """Write ``n_events`` events of ``case`` under ``folder`` as ``part-NNNNN.json`` files
-    (CSV: ``part-NNNNN.csv`` of realtime rows and ``part-NNNNN.snapshot.csv``)."""
+    (CSV: ``part-NNNNN.csv`` of realtime rows and ``part-NNNNN.snapshot.csv``; a Kafka
+    dump: ``part-NNNNN.parquet``)."""
     folder.mkdir(parents=True, exist_ok=True)
     out = DataSet(folder)
-    ext = ".csv" if case.framing == "csv" else ".json"
+    ext = {"csv": ".csv", "kafka_parquet": ".parquet"}.get(case.framing, ".json")
     done = chunk = 0
     while done < n_events:
         n = min(per_file, n_events - done)

@@ -46,15 +46,21 @@ native
     internal CSV) it is Spark's CSV reader instead (``multiLine``, the header skipped,
     every field a string; snapshot and realtime files each read with their own field
     count, then ``unionByName``): the columns as text, no images, ops or cursors.
+    DTS Avro has none: Spark decodes Avro with ``from_avro`` of the ``spark-avro``
+    module, which pyspark's jars do not include (and no Maven repository is reachable
+    here to fetch it); its *native* figures are ``None`` with the reason.
 bound_orjson
     One Python process, no Spark: read each file, split lines, ``orjson.loads`` each
     (and the ``kcat`` payload). The cost of parsing the JSON once in Python. For CSV,
-    the standard library's ``csv.reader`` over each file (``parser`` names which).
+    the standard library's ``csv.reader`` over each file; for DTS Avro, the values of
+    each Kafka dump (``pyarrow.parquet``) read by fastavro's ``schemaless_reader`` with
+    the DTS writer schema (``parser`` names which).
 bound_pyarrow
     ``pyarrow.json.read_json`` of each file as one block (kcat payloads read as a
     second JSON-lines buffer): a C++ parse with type inference, one thread per file.
     ``None`` with the reason when it cannot infer one type per column. For CSV,
     ``pyarrow.csv.read_csv`` (newlines in quoted values allowed, every column a string).
+    DTS Avro: ``None`` (pyarrow reads no Avro).
 """
 
 from __future__ import annotations
@@ -278,10 +284,19 @@ def native_csv_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
     return frames[0].unionByName(frames[1], allowMissingColumns=True)
 
 
+#: why a format has no native Spark baseline here
+NO_NATIVE = {
+    "dts_avro": "no Avro decoder in Spark here: from_avro is in the spark-avro module, which pyspark does not ship",
+}
+
+
 def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
-    """The native ``from_json`` baseline as a DataFrame over ``folder``."""
+    """The native ``from_json`` baseline as a DataFrame over ``folder`` (None for a
+    format of :data:`NO_NATIVE`)."""
     from pyspark.sql import functions as F  # noqa: N812 - the usual alias
 
+    if case.format in NO_NATIVE:
+        return None
     if case.framing == "csv":
         return native_csv_frame(spark, case, folder)
     schema, cols = native_select(case)
@@ -383,12 +398,38 @@ def bound_csv_module(data: DataSet) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": 0, "parser": "csv"}
 
 
+def bound_fastavro(data: DataSet) -> dict[str, Any]:
+    """Single-process fastavro parse of every DTS Avro value of the Kafka dumps
+    (*bound_orjson* for DTS Avro): the values read by ``pyarrow.parquet``, each decoded
+    by ``schemaless_reader`` with the DTS writer schema."""
+    import fastavro
+    import pyarrow.parquet as pq
+
+    from udfs.formats.dts_avro import writer_schema
+
+    schema = writer_schema()
+    t0 = time.perf_counter()
+    parsed = failed = 0
+    for path in data.files:
+        for value in pq.read_table(path, columns=["value"]).column("value").to_pylist():
+            if value is None:
+                continue
+            try:
+                fastavro.schemaless_reader(io.BytesIO(value), schema)
+                parsed += 1
+            except (ValueError, EOFError, IndexError):
+                failed += 1
+    return {"seconds": time.perf_counter() - t0, "parsed": parsed, "failed": failed, "parser": "fastavro"}
+
+
 def bound_orjson(data: DataSet, framing: str) -> dict[str, Any]:
     """Single-process ``orjson`` parse of every record (see the module doc)."""
     import orjson
 
     if framing == "csv":
         return bound_csv_module(data)
+    if framing == "kafka_parquet":
+        return bound_fastavro(data)
     t0 = time.perf_counter()
     parsed = failed = 0
     for path in data.files:
@@ -412,19 +453,23 @@ def python_decode(
     ``udfs.framing.split_file`` + ``udfs.decode.decode_records`` over the first files
     of ``data`` (at least ``sample`` records; a rate per record needs no more).
     ``feed_options``: the framing's options (a CSV file's ``header``)."""
+    import json
+
     from udfs.decode import decode_records
     from udfs.framing import split_file
+
+    binary = decoder_class(json.loads(decoder_options)["format"]).binary_values  # DTS Avro: values as base64
 
     def decode(chunk: list[Any]) -> list[dict[str, Any]]:
         keys, headers = [r.kafka_key for r in chunk], [r.header for r in chunk]
         return decode_records(decoder_options, [r.text for r in chunk], keys, headers=headers)
 
     # the first call imports the format's modules (once per process, as in a worker)
-    decode(split_file(data.files[0].read_bytes(), framing, feed_options)[:1])
+    decode(split_file(data.files[0].read_bytes(), framing, feed_options, binary)[:1])
     t0 = time.perf_counter()
     records = changes = quarantined = 0
     for path in data.files:
-        raw = split_file(path.read_bytes(), framing, feed_options)
+        raw = split_file(path.read_bytes(), framing, feed_options, binary)
         for i in range(0, len(raw), 2000):  # the UDF's batch size
             results = decode(raw[i : i + 2000])
             changes += sum(len(r["changes"] or []) for r in results)
@@ -456,6 +501,8 @@ def bound_pyarrow(data: DataSet, framing: str) -> dict[str, Any]:
 
     if framing == "csv":
         return bound_pyarrow_csv(data)
+    if framing == "kafka_parquet":
+        return {"seconds": None, "rows": 0, "error": "pyarrow reads no Avro"}
     t0 = time.perf_counter()
     rows = 0
     try:
@@ -521,10 +568,10 @@ def run_decode(
     false``); a ``debezium_json`` case adds ``project_two_calls`` and, with ``cache_dir`` (a folder for the cached results, removed after), ``project_cached_results``.
     """
     best: dict[str, float] = {}
-    frames = {
-        "project": spark.sql(project_sql(*model)),
-        "native": native_frame(spark, case, data.folder),
-    }
+    frames = {"project": spark.sql(project_sql(*model))}
+    native_df = native_frame(spark, case, data.folder)
+    if native_df is not None:
+        frames["native"] = native_df
     if one_task:
         frames["project_one_task"] = spark.sql(project_sql(*model, one_task=True))
     python_path = decoder_class(case.format).columnar_decoder is not None
@@ -544,7 +591,7 @@ def run_decode(
     if debezium and cache_dir is not None:
         # after the others, so the cache's files and page cache weigh on no other variant
         best["project_cached_results"], misses = _cached_results(spark, case, model, cache_dir, sampler, repeat)
-    project, native = best["project"], best["native"]
+    project, native = best["project"], best.get("native")
     with sampler.section(f"decode:{case.name}:bound"):
         orj = min((bound_orjson(data, case.framing) for _ in range(repeat)), key=lambda r: r["seconds"])
         pya = bound_pyarrow(data, case.framing)
@@ -560,16 +607,16 @@ def run_decode(
         "project_two_calls": _rates(best.get("project_two_calls"), data),
         "project_cached_results": _rates(best.get("project_cached_results"), data) | {"cache_misses": misses},
         "python_decode_only": pyd,
-        "native_from_json": _rates(native, data),
+        "native_from_json": _rates(native, data) | {"missing": NO_NATIVE.get(case.format)},
         "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"], "parser": orj["parser"]},
         "bound_pyarrow": _rates(pya["seconds"], data) | {"error": pya["error"]},
         "spark_tasks": {
             "project": tasks_with_files(spark, files_sql(model[1], model[2]), model_tasks(model[0])),
-            "native": frames["native"].rdd.getNumPartitions(),
+            "native": native_df.rdd.getNumPartitions() if native_df is not None else None,
             **({"project_one_task": 1} if one_task else {}),
         },
     }
-    out["ratio_project_over_native"] = round(project / native, 2)
+    out["ratio_project_over_native"] = round(project / native, 2) if native else None
     # < 1: the columnar path is faster than the record-by-record one
     python_s = best.get("project_python_path")
     out["ratio_project_over_python_path"] = round(project / python_s, 2) if python_s else None

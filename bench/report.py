@@ -94,6 +94,10 @@ def format_tables(res: dict[str, Any]) -> str:
         parts.append(
             f"  ({', '.join(csv_cases)}: native is Spark's CSV reader, orjson the csv module, pyarrow pyarrow.csv)"
         )
+    for d in res["decode"]:
+        if d["native_from_json"].get("missing"):
+            parser = d["bound_orjson"].get("parser")
+            parts.append(f"  ({d['case']}: {d['native_from_json']['missing']}; orjson is {parser}, pyarrow none)")
 
     def ratio(value: Any) -> str:
         return "-" if value is None else f"{value:,.1f}x"
@@ -112,7 +116,7 @@ def format_tables(res: dict[str, Any]) -> str:
             ratio2(d.get("ratio_project_over_two_calls")),
             ratio2(d.get("ratio_cached_results_over_native")),
             ratio(d.get("cpu_ratio_project_over_native")),
-            "/".join(str(n) for n in d["spark_tasks"].values()),
+            "/".join("-" if n is None else str(n) for n in d["spark_tasks"].values()),
         ]
         for d in res["decode"]
     ]
@@ -278,7 +282,7 @@ def write_chart(res: dict[str, Any], path: Path) -> None:
         ("project_python_path", "project, columnar: false"),
         ("python_decode_only", "decode_records, 1 process"),
         ("native_from_json", "Spark from_json (CSV: its CSV reader)"),
-        ("bound_orjson", "orjson (CSV: csv), 1 process"),
+        ("bound_orjson", "orjson (CSV: csv, Avro: fastavro), 1 process"),
         ("bound_pyarrow", "pyarrow.json (CSV: pyarrow.csv)"),
     ]
     cases = [d["case"] for d in res["decode"]]

@@ -362,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{d['project_python_path']['records_per_s'] or 0:,.0f} r/s, two calls "
                 f"{d['project_two_calls']['records_per_s'] or 0:,.0f} r/s, cached results "
                 f"{d['project_cached_results']['records_per_s'] or 0:,.0f} r/s, native "
-                f"{d['native_from_json']['records_per_s']:,.0f} r/s, orjson {d['bound_orjson']['records_per_s']:,.0f} r/s",
+                f"{d['native_from_json']['records_per_s'] or 0:,.0f} r/s, "
+                f"{d['bound_orjson']['parser']} {d['bound_orjson']['records_per_s']:,.0f} r/s",
                 file=sys.stderr,
             )
 

@@ -36,7 +36,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     out = tmp_path / "results"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     args = [
-        *("--formats", "debezium_json,arcion_internal_csv", "--events", "2000", "--other-events", "600"),
+        *("--formats", "debezium_json,arcion_internal_csv,dts_avro", "--events", "2000", "--other-events", "600"),
         *("--e2e-events", "2000"),
         *("--state-sizes", "500,5000", "--merge-batch", "200", "--merge-repeat", "1", "--hot-key-versions", "80"),
         *("--work", str(tmp_path / "work"), "--out", str(out)),
@@ -52,7 +52,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     res = json.loads(result.read_text())
     assert set(res) >= {"meta", "decode", "end_to_end", "merge_growth", "hot_key", "memory"}
 
-    decode, csv = res["decode"]
+    decode, csv, avro = res["decode"]
     assert decode["format"] == "debezium_json" and decode["data"]["records"] == 2000
     assert decode["python_decode_only"]["quarantined"] == 0
     for variant in ("project", "project_one_task", "native_from_json", "bound_orjson"):
@@ -74,6 +74,14 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert _positive(csv[variant]["records_per_s"]), variant
     assert csv["project_python_path"]["records_per_s"] is None  # no columnar decoder to compare with
     assert "arcion_internal_csv: native is Spark's CSV reader" in done.stdout
+    # DTS Avro: a Kafka dump as parquet, against fastavro; Spark has no Avro decoder here
+    assert avro["format"] == "dts_avro" and avro["data"]["records"] == 600 and avro["data"]["files"] == 1
+    assert avro["bound_orjson"]["parser"] == "fastavro" and avro["bound_orjson"]["failed_records"] == 0
+    assert avro["python_decode_only"]["changes"] == 600 and avro["python_decode_only"]["quarantined"] == 0
+    for variant in ("project", "bound_orjson", "python_decode_only"):
+        assert _positive(avro[variant]["records_per_s"]), variant
+    assert avro["native_from_json"]["records_per_s"] is None and avro["ratio_project_over_native"] is None
+    assert "spark-avro" in avro["native_from_json"]["missing"] and "dts_avro: no Avro decoder" in done.stdout
 
     e2e = res["end_to_end"]
     assert e2e["summary"]["records"] == 2000 and e2e["summary"]["quarantined"] == 0

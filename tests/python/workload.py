@@ -1866,6 +1866,8 @@ def frame_records(framing: str, lines: Sequence[str]) -> bytes:
             "topic": pa.array([m["topic"] for m in msgs], pa.string()),
             "partition": pa.array([m["partition"] for m in msgs], pa.int32()),
             "offset": pa.array([m["offset"] for m in msgs], pa.int64()),
+            # the broker's append time: any value (no decoder reads it), one ms per offset
+            "timestamp": pa.array([1_600_000_000_000 + m["offset"] for m in msgs], pa.timestamp("ms", tz="UTC")),
         }
     )
     out = io.BytesIO()
