@@ -26,6 +26,9 @@ orjson
     ``orjson.loads`` of every line of the batch (after ``to_pylist``): a parse bound.
 pyarrow_json
     ``pyarrow.json.read_json`` of the batch's lines as one block (type inference).
+fastavro (DTS Avro, instead of the two above)
+    each Kafka value decoded from base64 and read by fastavro's ``schemaless_reader``
+    with the DTS writer schema: the parse bound of the record-by-record decoder.
 
 Before timing, every batch is checked: the columnar result must equal the
 ``decode_records`` result record by record (Arrow ``equals``); the mismatch count and
@@ -205,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.data) if args.data else Path(tmp) / case.name
-        files = sorted(folder.glob("part-*.json")) if folder.exists() else []
+        ext = "parquet" if case.framing == "kafka_parquet" else "json"
+        files = sorted(folder.glob(f"part-*.{ext}")) if folder.exists() else []
         if not files and args.kcat:
             from bench.data import workload
 
@@ -238,11 +242,12 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             files = write_dataset(case, folder, args.events, seed=1).files
             print(f"generated {args.events:,} events in {time.perf_counter() - t0:.1f} s under {folder}")
-        if args.kcat or case.framing == "kcat":
+        if args.kcat or case.framing in ("kcat", "kafka_parquet"):
             from udfs.spark_udfs import file_records_struct
 
+            framing = "kcat" if args.kcat else case.framing
             struct_type = pa.struct([("text", pa.string()), ("kafka_key", pa.string())])
-            parts = [file_records_struct(f.read_bytes(), "kcat", opts, struct_type) for f in files]
+            parts = [file_records_struct(f.read_bytes(), framing, opts, struct_type) for f in files]
             texts = pa.concat_arrays([part.field("text") for part in parts])
             keys: pa.Array | None = pa.concat_arrays([part.field("kafka_key") for part in parts])
         else:
@@ -275,6 +280,17 @@ def main(argv: list[str] | None = None) -> int:
             if key is not None:
                 parsed += [loads(k) for k in key.to_pylist() if k is not None]
             return len(parsed)
+
+        def by_fastavro(batch: Any) -> int:
+            import base64
+
+            import fastavro
+
+            from udfs.formats.dts_avro import writer_schema
+
+            schema = writer_schema()
+            values = [base64.b64decode(t) for t in batch[0].to_pylist() if t is not None]
+            return len([fastavro.schemaless_reader(io.BytesIO(v), schema) for v in values])
 
         def by_pyarrow(batch: Any) -> int:
             batch = batch[0].drop_null()
@@ -320,8 +336,12 @@ def main(argv: list[str] | None = None) -> int:
             "columnar": columnar,
             # the formats of Kafka Connect envelopes keep a schema cache
             **({"columnar_cold": columnar_cold} if hasattr(col, "open_connect_batch") else {}),
-            "orjson": by_orjson,
-            "pyarrow_json": by_pyarrow,
+            # the parse bounds: a JSON parser, or for Avro fastavro's reader
+            **(
+                {"fastavro": by_fastavro}
+                if decoder_class(case.format).binary_values
+                else {"orjson": by_orjson, "pyarrow_json": by_pyarrow}
+            ),
         }
         spent = dict.fromkeys(runners, 0.0)
         errors: dict[str, str] = {}

@@ -264,7 +264,9 @@ def kafka_parquet_struct(content: bytes, opts: str | None, struct_type: pa.Struc
         if text_bytes > MAX_FILE_TEXT_BYTES:
             raise FileTooLargeError(text_bytes)
     types = {field.name: field.type for field in struct_type}
-    return _numbered_records({name: col.cast(types[name]) for name, col in columns.items()}, struct_type)
+    return _numbered_records(
+        {name: col.cast(types[name]) for name, col in columns.items() if name in types}, struct_type
+    )
 
 
 try:  # a speed-up only: without msgspec, kcat files take udfs.framing.split_kcat

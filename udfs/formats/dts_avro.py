@@ -30,6 +30,11 @@ Decisions
 * Input: the raw Kafka value bytes (:meth:`DtsAvroDecoder.decode_value`). The format
   is binary (``binary_values``), so the ``kafka_parquet`` and ``length_prefixed``
   framings hand :meth:`decode` the value as base64 text.
+
+Feed option ``columnar`` (true by default): ``cdc_decode`` decodes a batch of this feed's
+records column-wise with :mod:`udfs.formats.dts_avro_columnar`, which gives the very
+result of this decoder (the records it cannot do exactly are decoded here);
+``columnar: false`` decodes every record here.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import base64
 import binascii
 import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +55,8 @@ SCHEMA_PATH = Path(__file__).with_name("schemas") / "dts_record.avsc"
 OPS = {"INSERT": "insert", "UPDATE": "update", "DELETE": "delete", "INIT": "snapshot"}
 _CHARSETS = {"utf8": "utf-8", "utf8mb4": "utf-8", "utf-8": "utf-8", "latin1": "latin-1", "gbk": "gbk", "ascii": "ascii"}
 _NONE = object()  # EmptyObject NONE: not provided
+#: a Python object's default repr, which holds its memory address
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
 
 
 @lru_cache(maxsize=1)
@@ -123,8 +131,9 @@ class DtsAvroDecoder(Decoder):
     identifier: ClassVar[str] = "dts_avro"
     default_framing: ClassVar[str] = "kafka_parquet"
     framings: ClassVar[tuple[str, ...]] = ("kafka_parquet", "length_prefixed")
-    option_names: ClassVar[tuple[str, ...]] = ()
+    option_names: ClassVar[tuple[str, ...]] = ("columnar",)
     binary_values: ClassVar[bool] = True
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.dts_avro_columnar:decode_dts_avro_columnar"
 
     @classmethod
     def carries_key(cls, framing: str, options: dict[str, Any] | None = None) -> bool:
@@ -145,7 +154,9 @@ class DtsAvroDecoder(Decoder):
         try:
             rec = fastavro.schemaless_reader(io.BytesIO(raw), writer_schema(), None, return_record_name=True)
         except Exception as exc:  # noqa: BLE001 - any reader failure is a malformed record
-            raise QuarantineError(f"not a DTS Avro record: {type(exc).__name__}: {exc}") from None
+            # fastavro names its reader object (a memory address): the reason says "the record"
+            message = _OBJECT_REPR.sub("the record", str(exc))
+            raise QuarantineError(f"not a DTS Avro record: {type(exc).__name__}: {message}") from None
         operation = rec["operation"]
         db, schema, table = self._names(rec.get("objectName"))
         commit_us = rec["sourceTimestamp"] * 1_000_000

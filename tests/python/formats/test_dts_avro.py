@@ -102,6 +102,17 @@ def test_ddl_and_control_records_are_skipped() -> None:
 def test_malformed() -> None:
     with pytest.raises(QuarantineError, match="not a DTS Avro record"):
         DtsAvroDecoder({}).decode_value(b"\x02\x03")
+    # a reason is the same every time: fastavro's message names its reader object by address
+    cut = base64.b64decode(  # a record whose last Float value is cut short (found by a mutation test)
+        "AvDhnMmR/tubWcyhhPYLKDEyM0BteXNxbC1iaW4uMDAwMDAzKDEyMEBteXNxbC1iaW4uMDAwMDAzABgAAgIMZGIucy50AgYCBAYABAJhAmIEw6kI8"
+        "J+YgAAECgZ4X3kACE5hbWUCBGMxBARpZAYMYW1vdW50CAAABAoIAAAAAAAAAIAAAAAAAiYEMzkIAAA="
+    )
+    reasons = set()
+    for _ in range(3):
+        with pytest.raises(QuarantineError) as info:
+            DtsAvroDecoder({}).decode_value(cut)
+        reasons.add(str(info.value))
+    assert reasons == {"not a DTS Avro record: EOFError: cannot read double from the record"}
     with pytest.raises(QuarantineError, match="has 1 values for 7 fields"):
         decode(record(afterImages=[None]))
     with pytest.raises(QuarantineError, match="without afterImages"):
