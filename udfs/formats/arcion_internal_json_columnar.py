@@ -45,7 +45,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError
-from udfs.decode import decode_records
 from udfs.formats.arcion_cursor import (
     COUNT_LOOKUP,
     CURSOR_KEYS,
@@ -110,50 +109,16 @@ def decode_arcion_internal_columnar(
     options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None
 ) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of Arcion internal JSON records (module doc)."""
-    texts = texts.cast(pa.string())
-    # decode_columnar skips a null record and the text "null" as tombstones; this
-    # format's decoder quarantines them: they are decoded record by record here
-    odd = flags(pc.fill_null(pc.equal(texts, "null"), True))
-    if not odd.any():
-        return decode_columnar(
-            options_json,
-            texts,
-            kafka_keys,
-            fmt=ArcionInternalJsonDecoder.identifier,
-            fast=lambda *args: _fast(*args),  # looked up per call (a test replaces it)
-            stats=_stats,
-            last_stats=LAST_STATS,
-        )
-    n = len(texts)
-    rest = np.flatnonzero(~odd)
-    odd_at = np.flatnonzero(odd)
-    keys = None if kafka_keys is None else kafka_keys.cast(pa.string())
-    parts = []
-    stats: dict[str, Any] = {}
-    if len(rest):
-        parts.append(
-            decode_arcion_internal_columnar(
-                options_json, texts.take(pa.array(rest)), None if keys is None else keys.take(pa.array(rest))
-            )
-        )
-        stats = dict(LAST_STATS)
-    odd_keys = None if keys is None else keys.take(pa.array(odd_at)).to_pylist()
-    parts.append(
-        pa.array(decode_records(options_json, texts.take(pa.array(odd_at)).to_pylist(), odd_keys), type=DECODE_TYPE)
+    return decode_columnar(
+        options_json,
+        texts,
+        kafka_keys,
+        fmt=ArcionInternalJsonDecoder.identifier,
+        fast=lambda *args: _fast(*args),  # looked up per call (a test replaces it)
+        stats=_stats,
+        last_stats=LAST_STATS,
+        null_is_a_record=True,  # the decoder quarantines a null record and the text "null"
     )
-    LAST_STATS.clear()
-    LAST_STATS.update(stats)
-    LAST_STATS.update(
-        records=n,
-        fast=stats.get("fast", 0),
-        fallback=stats.get("fallback", 0) + len(odd_at),
-        tombstones=0,
-        null_records=len(odd_at),
-    )
-    order = np.concatenate((rest, odd_at))
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = np.arange(n)
-    return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
 def _fits(value: int | None) -> bool:

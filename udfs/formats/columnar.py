@@ -567,15 +567,19 @@ def decode_columnar(
     fast: Callable[[pa.StringArray, dict[str, Any], dict[str, Any], pa.Array | None], tuple[np.ndarray, pa.Array]],
     stats: dict[str, Any],
     last_stats: dict[str, Any],
+    null_is_a_record: bool = False,
 ) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of ``fmt`` records: ``fast`` (a format's
     columnar decoder: which records it decoded, their results) over every record but
     tombstones, ``decode_records`` over the records it leaves, merged back in order.
 
     A tombstone (a null text or the text ``null``) is skipped as ``decode_records``
-    skips it. ``stats`` is what ``fast`` counted; ``last_stats`` gets the counts of this
-    call. Should ``fast`` raise, the whole batch goes to ``decode_records`` (the results
-    stay right, only slower) and a warning is logged once per worker.
+    skips it; for a format whose decoder quarantines them instead (``null_is_a_record``:
+    Arcion internal JSON, and DTS Avro, for which ``null`` is base64) they go to
+    ``decode_records``, never to ``fast``. ``stats`` is what ``fast`` counted;
+    ``last_stats`` gets the counts of this call. Should ``fast`` raise, the whole batch
+    goes to ``decode_records`` (the results stay right, only slower) and a warning is
+    logged once per worker.
     """
     texts = texts.cast(pa.string())
     if texts.offset:
@@ -588,10 +592,11 @@ def decode_columnar(
         return pa.array(decode_records(options_json, texts.to_pylist(), keys), type=DECODE_TYPE)
     options = decoder.options
     tables = opts.get("tables") or {}
-    tomb = np.asarray(pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False), dtype=bool) & (
+    null_like = np.asarray(pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False), dtype=bool) & (
         opts.get("format") == fmt
     )
-    idx = np.flatnonzero(~tomb)
+    tomb = np.zeros(n, dtype=bool) if null_is_a_record else null_like
+    idx = np.flatnonzero(~null_like)
     sub = texts.take(pa.array(idx, type=pa.int64())) if len(idx) < n else texts
     sub_keys = None
     if kafka_keys is not None:
@@ -629,6 +634,8 @@ def decode_columnar(
         parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
     last_stats.clear()
     last_stats.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), tombstones=len(tomb_idx), **stats)
+    if null_is_a_record:
+        last_stats["null_records"] = int(null_like.sum())
     if not len(fb_idx) and not len(tomb_idx):
         return decoded
     if not len(fast_idx):

@@ -53,7 +53,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from udfs.contract import QuarantineError
-from udfs.decode import decode_records
 from udfs.formats.columnar import (
     DECODE_TYPE,
     assemble,
@@ -117,43 +116,16 @@ def _schema() -> dict[str, Any]:
 
 def decode_dts_avro_columnar(options_json: str, texts: pa.Array, kafka_keys: pa.Array | None = None) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of DTS Avro records (module doc)."""
-    texts = texts.cast(pa.string())
-    # decode_columnar skips the text "null" as a tombstone; for this format it is base64
-    # that the decoder reads (and quarantines): it and null records go record by record
-    odd = flags(pc.fill_null(pc.equal(texts, "null"), True))
-    if not odd.any():
-        return decode_columnar(
-            options_json,
-            texts,
-            kafka_keys,
-            fmt=DtsAvroDecoder.identifier,
-            fast=lambda *args: _fast(*args),  # looked up per call (a test replaces it)
-            stats=_stats,
-            last_stats=LAST_STATS,
-        )
-    n = len(texts)
-    rest = np.flatnonzero(~odd)
-    odd_at = np.flatnonzero(odd)
-    keys = None if kafka_keys is None else kafka_keys.cast(pa.string())
-    parts = []
-    stats: dict[str, Any] = {}
-    if len(rest):
-        parts.append(
-            decode_dts_avro_columnar(
-                options_json, texts.take(pa.array(rest)), None if keys is None else keys.take(pa.array(rest))
-            )
-        )
-        stats = dict(LAST_STATS)
-    odd_keys = None if keys is None else keys.take(pa.array(odd_at)).to_pylist()
-    parts.append(
-        pa.array(decode_records(options_json, texts.take(pa.array(odd_at)).to_pylist(), odd_keys), type=DECODE_TYPE)
+    return decode_columnar(
+        options_json,
+        texts,
+        kafka_keys,
+        fmt=DtsAvroDecoder.identifier,
+        fast=lambda *args: _fast(*args),  # looked up per call (a test replaces it)
+        stats=_stats,
+        last_stats=LAST_STATS,
+        null_is_a_record=True,  # the decoder quarantines a null record and the text "null"
     )
-    LAST_STATS.clear()
-    LAST_STATS.update(stats)
-    LAST_STATS.update(records=n, fast=stats.get("fast", 0), fallback=stats.get("fallback", 0) + len(odd_at))
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[np.concatenate((rest, odd_at))] = np.arange(n)
-    return pa.concat_arrays(parts).take(pa.array(inverse))
 
 
 # ----------------------------------------------------------------------------- the reader

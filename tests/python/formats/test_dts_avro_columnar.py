@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from formats import columnar_checks
+from formats.test_dts_avro import record as unit_record
 
 from udfs.formats import dts_avro_columnar as col
 from udfs.formats.dts_avro import encode_record
@@ -44,40 +45,17 @@ def compare(opts: str, texts: list[str | None]) -> tuple[int, int]:
 
 
 def record(operation: str = "UPDATE", names: list[str] = NAMES, **changes: Any) -> dict[str, Any]:
-    """A DTS record of table shop.orders (the unit tests' record)."""
-    rec = {
-        "version": 1,
-        "id": 42,
-        "sourceTimestamp": 1600161894,
-        "sourcePosition": "123@mysql-bin.000003",
-        "safeSourcePosition": "120@mysql-bin.000003",
-        "sourceTxid": "77",
-        "source": {"sourceType": "MySQL", "version": "5.7"},
-        "operation": operation,
-        "objectName": "shop.orders",
-        "processTimestamps": [1, 2, 3],
-        "tags": {"a": "b", "é": "😀"},
-        "fields": [{"name": n, "dataTypeNumber": i} for i, n in enumerate(names)],
-        "beforeImages": [
-            t("Integer", {"precision": 8, "value": "5"}),
-            t("Decimal", {"value": "1.50", "precision": 12, "scale": 2}),
-            None,
-            t("Timestamp", {"timestamp": 1600161894, "millis": 7}),
-            t("Float", {"value": 9.9, "precision": 0, "scale": 0}),
-            t("BinaryObject", {"type": "blob", "value": b"\x00\xff"}),
-            "NULL",
-        ],
-        "afterImages": [
-            t("Integer", {"precision": 8, "value": "5"}),
-            t("Decimal", {"value": "12345678901234567890.12", "precision": 22, "scale": 2}),
-            t("Character", {"charset": "utf8mb4", "value": 'héllo "q" \\ \n\x01'.encode()}),
-            t("DateTime", {"year": 2020, "month": 1, "day": 2, "hour": 3, "minute": 4, "second": 5, "millis": 6}),
-            t("Float", {"value": 0.1, "precision": 0, "scale": 0}),
-            "NULL",
-            "NONE",
-        ],
-        "bornTimestamp": 1600161895,
-    }
+    """The unit tests' record of table shop.orders, every optional field filled, a text
+    value that needs JSON escapes, and the images its operation has."""
+    rec = unit_record(
+        operation,
+        safeSourcePosition="120@mysql-bin.000003",
+        processTimestamps=[1, 2, 3],
+        tags={"a": "b", "é": "😀"},
+        fields=[{"name": n, "dataTypeNumber": i} for i, n in enumerate(names)],
+        bornTimestamp=1600161895,
+    )
+    rec["afterImages"][2] = t("Character", {"charset": "utf8mb4", "value": 'héllo "q" \\ \n\x01'.encode()})
     if operation in ("INSERT", "INIT"):
         rec["beforeImages"] = None
     if operation == "DELETE":
