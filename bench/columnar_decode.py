@@ -29,6 +29,8 @@ pyarrow_json
 fastavro (DTS Avro, instead of the two above)
     each Kafka value decoded from base64 and read by fastavro's ``schemaless_reader``
     with the DTS writer schema: the parse bound of the record-by-record decoder.
+csv (Arcion internal CSV, instead of the JSON parsers)
+    the standard library's ``csv.reader`` over the batch's rows.
 
 Before timing, every batch is checked: the columnar result must equal the
 ``decode_records`` result record by record (Arrow ``equals``); the mismatch count and
@@ -201,14 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     module_name, _, function = decoder_class(case.format).columnar_decoder.partition(":")
     col = importlib.import_module(module_name)
     decode_columnar = getattr(col, function)
-    opts = json.dumps({"format": case.format, "tables": tables_config([case])}, sort_keys=True)
+    opts = json.dumps({"format": case.format, "options": case.options, "tables": tables_config([case])}, sort_keys=True)
     if args.typed:
         opts = json.dumps({"format": "debezium_json", "tables": {"typed": {"key": ["id"]}}}, sort_keys=True)
     decode_type = col.DECODE_TYPE
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.data) if args.data else Path(tmp) / case.name
-        ext = "parquet" if case.framing == "kafka_parquet" else "json"
+        ext = {"kafka_parquet": "parquet", "csv": "csv"}.get(case.framing, "json")
         files = sorted(folder.glob(f"part-*.{ext}")) if folder.exists() else []
         if not files and args.kcat:
             from bench.data import workload
@@ -242,40 +244,61 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             files = write_dataset(case, folder, args.events, seed=1).files
             print(f"generated {args.events:,} events in {time.perf_counter() - t0:.1f} s under {folder}")
-        if args.kcat or case.framing in ("kcat", "kafka_parquet"):
-            from udfs.spark_udfs import file_records_struct
+        # each record's file and header row: for a format whose decoders read them (CSV)
+        files_of: pa.Array | None = None
+        headers: pa.Array | None = None
+        if args.kcat or case.framing in ("kcat", "kafka_parquet", "csv"):
+            from udfs.spark_udfs import RECORDS_TYPE, file_records_struct
 
             framing = "kcat" if args.kcat else case.framing
-            struct_type = pa.struct([("text", pa.string()), ("kafka_key", pa.string())])
+            struct_type = RECORDS_TYPE.value_type
             parts = [file_records_struct(f.read_bytes(), framing, opts, struct_type) for f in files]
             texts = pa.concat_arrays([part.field("text") for part in parts])
             keys: pa.Array | None = pa.concat_arrays([part.field("kafka_key") for part in parts])
+            if case.framing == "csv":
+                files_of = pa.array([str(f) for f, part in zip(files, parts, strict=True) for _ in range(len(part))])
+                headers = pa.concat_arrays([part.field("header") for part in parts])
+                keys = None
         else:
             texts = pa.concat_arrays([_lines(f) for f in files])
             keys = None
         n = len(texts)
         nbytes = sum(f.stat().st_size for f in files)
+
+        def cut(column: pa.Array | None, i: int) -> pa.Array | None:
+            return None if column is None else column.slice(i, args.batch)
+
         batches = [
-            (texts.slice(i, args.batch), None if keys is None else keys.slice(i, args.batch))
+            (texts.slice(i, args.batch), cut(keys, i), cut(files_of, i), cut(headers, i))
             for i in range(0, n, args.batch)
         ]
         print(f"{n:,} records, {nbytes / 1e6:.1f} MB, {len(batches)} batches of {args.batch}")
 
+        def py(column: pa.Array | None) -> list[Any] | None:
+            return None if column is None else column.to_pylist()
+
         def plain(batch: Any) -> pa.Array:
-            text, key = batch
-            keys_py = None if key is None else key.to_pylist()
-            return pa.array(decode_records(opts, text.to_pylist(), keys_py), type=decode_type)
+            text, key, source_files, header = batch
+            results = decode_records(opts, text.to_pylist(), py(key), py(source_files), py(header))
+            return pa.array(results, type=decode_type)
 
         def columnar(batch: Any) -> pa.Array:
-            return decode_columnar(opts, *batch)
+            text, key, source_files, header = batch
+            more = {"source_files": source_files, "headers": header} if source_files is not None else {}
+            return decode_columnar(opts, text, key, **more)
 
         def columnar_cold(batch: Any) -> pa.Array:
             shared.clear_schema_cache()  # every batch parses its Kafka Connect schemas again
-            return decode_columnar(opts, *batch)
+            return columnar(batch)
+
+        def by_csv(batch: Any) -> int:
+            import csv
+
+            return sum(1 for _ in csv.reader(t for t in batch[0].to_pylist() if t is not None))
 
         def by_orjson(batch: Any) -> int:
             loads = orjson.loads
-            text, key = batch
+            text, key = batch[:2]
             parsed = [loads(t) for t in text.to_pylist() if t is not None]
             if key is not None:
                 parsed += [loads(k) for k in key.to_pylist() if k is not None]
@@ -336,10 +359,12 @@ def main(argv: list[str] | None = None) -> int:
             "columnar": columnar,
             # the formats of Kafka Connect envelopes keep a schema cache
             **({"columnar_cold": columnar_cold} if hasattr(col, "open_connect_batch") else {}),
-            # the parse bounds: a JSON parser, or for Avro fastavro's reader
+            # the parse bounds: a JSON parser, for Avro fastavro's reader, for CSV the csv module
             **(
                 {"fastavro": by_fastavro}
                 if decoder_class(case.format).binary_values
+                else {"csv": by_csv}
+                if case.framing == "csv"
                 else {"orjson": by_orjson, "pyarrow_json": by_pyarrow}
             ),
         }

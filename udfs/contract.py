@@ -140,6 +140,9 @@ class Decoder:
     #: do exactly are decoded here). Its feed option ``columnar`` (true by default) is
     #: then in :attr:`option_names`.
     columnar_decoder: ClassVar[str | None] = None
+    #: The columnar decoder also takes each record's landing file and header row
+    #: (keywords ``source_files`` and ``headers``): formats whose decoder reads them.
+    columnar_reads_files: ClassVar[bool] = False
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})

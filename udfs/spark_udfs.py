@@ -449,6 +449,15 @@ def columnar_feed(options_json: str) -> Callable[..., pa.StructArray] | None:
     return getattr(importlib.import_module(module), function)
 
 
+def reads_files(options_json: str) -> bool:
+    """Whether the feed's columnar decoder takes each record's file and header row
+    (``Decoder.columnar_reads_files``: Arcion internal CSV)."""
+    from udfs.decode import decoder_from_options
+
+    decoder, _ = decoder_from_options(options_json)
+    return decoder.columnar_reads_files
+
+
 def decode_array(
     options: pa.Array,
     text: pa.Array,
@@ -489,7 +498,9 @@ def decode_array(
 
         columnar = columnar_feed(opts)
         if columnar is not None:
-            decoded = columnar(opts, part(text), part(kafka_key))
+            # a format that reads each record's file and header row takes them too
+            more = {"source_files": part(source_file), "headers": part(header)} if reads_files(opts) else {}
+            decoded = columnar(opts, part(text), part(kafka_key), **more)
         else:
             decoded = pa.array(
                 decode_records(

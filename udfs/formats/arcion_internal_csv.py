@@ -50,6 +50,11 @@ or else ``options["table_from_path"]``: a regular expression with a named group
 not in the data (``None``). ``key`` is ``None``: keys come from the configuration.
 The doc wraps long CSV lines with a trailing ``/``; that is a typesetting artifact and is
 *not* undone here.
+
+Feed option ``columnar`` (true by default): ``cdc_decode`` decodes a batch of this feed's
+rows column-wise with :mod:`udfs.formats.arcion_internal_csv_columnar`, which gives the
+very result of this decoder (the rows it cannot do exactly are decoded here);
+``columnar: false`` decodes every row here.
 """
 
 from __future__ import annotations
@@ -194,7 +199,9 @@ class ArcionInternalCsvDecoder(Decoder):
     identifier: ClassVar[str] = "arcion_internal_csv"
     default_framing: ClassVar[str] = "csv"
     framings: ClassVar[tuple[str, ...]] = ("csv",)
-    option_names: ClassVar[tuple[str, ...]] = ("tables", "table", "table_from_path")
+    option_names: ClassVar[tuple[str, ...]] = ("tables", "table", "table_from_path", "columnar")
+    columnar_decoder: ClassVar[str | None] = "udfs.formats.arcion_internal_csv_columnar:decode_arcion_csv_columnar"
+    columnar_reads_files: ClassVar[bool] = True
 
     def _table(self, record: Record) -> str:
         table = self.options.get("table")

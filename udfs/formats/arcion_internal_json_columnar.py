@@ -17,7 +17,7 @@ each image in the ``exists`` order, its values from ``after`` / ``before``, the 
 ``"null"`` and a JSON ``null`` as SQL NULL), the configured key, and the six extras.
 The ``cursor`` and ``operationcount`` texts (unescaped for the whole batch in one
 msgspec call) are tokenized as a second batch of their own, keys matched as
-:mod:`udfs.formats.arcion_cursor` matches them (:func:`_metadata`); a text this cannot
+:mod:`udfs.formats.arcion_cursor` matches them (:func:`cursor_metadata`, shared with the CSV flavour); a text this cannot
 read exactly (escaped, repeated or non-ASCII keys, a value of another kind or spelling)
 is decoded by that module's own functions, once per distinct text: ``seq``, the commit
 and capture times and the four counts are exactly theirs.
@@ -246,7 +246,7 @@ _CURSOR_CODES = {k: _CURSOR_FIELD_LIST.index(f) for k, f in CURSOR_LOOKUP.items(
 _COUNT_CODES = {k: list(OPERATIONCOUNT_FIELDS).index(f) for k, f in COUNT_LOOKUP.items()}
 
 
-def _metadata(cursor: pa.Array, operationcount: pa.Array, fb: np.ndarray) -> dict[str, Any]:
+def cursor_metadata(cursor: pa.Array, operationcount: pa.Array, fb: np.ndarray) -> dict[str, Any]:
     """:func:`_py_metadata`'s result column-wise: the cursor and operationcount texts
     tokenized as a batch of their own; the texts this cannot read exactly (not JSON,
     escaped, non-ASCII or repeated keys, a value of another kind or spelling than plain
@@ -444,7 +444,7 @@ def _fast(
     cursor_t = per_record(top["cursor"], n)
     count_t = per_record(top["operationcount"], n)
     live = pa.array(~fb)
-    meta = _metadata(
+    meta = cursor_metadata(
         pc.if_else(live, cursor_t, pa.nulls(n, pa.string())), pc.if_else(live, count_t, pa.nulls(n, pa.string())), fb
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())

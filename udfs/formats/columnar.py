@@ -568,6 +568,8 @@ def decode_columnar(
     stats: dict[str, Any],
     last_stats: dict[str, Any],
     null_is_a_record: bool = False,
+    source_files: pa.Array | None = None,
+    headers: pa.Array | None = None,
 ) -> pa.StructArray:
     """The ``cdc_decode`` result of a batch of ``fmt`` records: ``fast`` (a format's
     columnar decoder: which records it decoded, their results) over every record but
@@ -576,7 +578,9 @@ def decode_columnar(
     A tombstone (a null text or the text ``null``) is skipped as ``decode_records``
     skips it; for a format whose decoder quarantines them instead (``null_is_a_record``:
     Arcion internal JSON, and DTS Avro, for which ``null`` is base64) they go to
-    ``decode_records``, never to ``fast``. ``stats`` is what ``fast`` counted;
+    ``decode_records``, never to ``fast``. A format that reads each record's file or
+    header row (Arcion internal CSV) passes ``source_files`` and ``headers``: ``fast``
+    gets them as keywords, and ``decode_records`` too. ``stats`` is what ``fast`` counted;
     ``last_stats`` gets the counts of this call. Should ``fast`` raise, the whole batch
     goes to ``decode_records`` (the results stay right, only slower) and a warning is
     logged once per worker.
@@ -602,11 +606,15 @@ def decode_columnar(
     if kafka_keys is not None:
         kk = kafka_keys.cast(pa.string())
         sub_keys = kk.take(pa.array(idx, type=pa.int64())) if len(idx) < n else kk
+    record_columns = {name: c for name, c in (("source_files", source_files), ("headers", headers)) if c is not None}
+    sub_columns = {
+        name: c.take(pa.array(idx, type=pa.int64())) if len(idx) < n else c for name, c in record_columns.items()
+    }
     if opts.get("format") != fmt:
         ok, decoded = np.zeros(len(idx), dtype=bool), pa.array([], type=DECODE_TYPE)
     else:
         try:
-            ok, decoded = fast(sub, options, tables, sub_keys)
+            ok, decoded = fast(sub, options, tables, sub_keys, **sub_columns)
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose a batch: decode_records takes them all
             stats.clear()
             stats["columnar_error"] = f"{type(exc).__name__}: {exc}"
@@ -631,7 +639,8 @@ def decode_columnar(
     if len(fb_idx):
         fb_texts = texts.take(pa.array(fb_idx)).to_pylist()
         fb_keys = kafka_keys.take(pa.array(fb_idx)).to_pylist() if kafka_keys is not None else None
-        parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys), type=DECODE_TYPE))
+        fb_more = {name: c.take(pa.array(fb_idx)).to_pylist() for name, c in record_columns.items()}
+        parts.append(pa.array(decode_records(options_json, fb_texts, fb_keys, **fb_more), type=DECODE_TYPE))
     last_stats.clear()
     last_stats.update(records=n, fast=len(fast_idx), fallback=len(fb_idx), tombstones=len(tomb_idx), **stats)
     if null_is_a_record:
@@ -1127,6 +1136,39 @@ def assemble(
     )
     tick("")
     return keep, result
+
+
+#: the escapes ``json.dumps(..., ensure_ascii=False)`` writes as two characters (the
+#: backslash first, so no escape is escaped again); other control characters it writes
+#: as ``\\u00XX``, done one value at a time here
+TWO_CHARACTER_ESCAPES = [
+    ("\\", "\\\\"),
+    ('"', '\\"'),
+    ("\n", "\\n"),
+    ("\r", "\\r"),
+    ("\t", "\\t"),
+    ("\b", "\\b"),
+    ("\f", "\\f"),
+]
+
+
+def json_escaped(text: pa.Array) -> pa.Array:
+    """Each text JSON-escaped as ``json.dumps(..., ensure_ascii=False)`` writes it,
+    without the quotes (for the event id): the common escapes column-wise, a value with
+    another control character by ``encode_basestring``."""
+    needs = flags(pc.fill_null(pc.match_substring_regex(text, r'["\\\x00-\x1f]'), False))
+    if not needs.any():
+        return text
+    at = pa.array(np.flatnonzero(needs))
+    fixed = text.take(at)
+    for plain, escaped in TWO_CHARACTER_ESCAPES:
+        fixed = pc.replace_substring(fixed, plain, escaped)
+    other = flags(pc.fill_null(pc.match_substring_regex(fixed, r"[\x00-\x1f]"), False))
+    if other.any():
+        odd = np.flatnonzero(other)
+        redone = [encode_json_str(v)[1:-1] for v in text.take(at).take(pa.array(odd)).to_pylist()]
+        fixed = pc.replace_with_mask(fixed, pa.array(other), pa.array(redone, pa.string()))
+    return pc.replace_with_mask(text, pa.array(needs), fixed)
 
 
 # ----------------------------------------------------------------------------- schemas

@@ -57,8 +57,8 @@ from udfs.formats.columnar import (
     DECODE_TYPE,
     assemble,
     decode_columnar,
-    encode_json_str,
     flags,
+    json_escaped,
     key_positions,
     key_sides,
     resolve_tables,
@@ -502,7 +502,7 @@ def _fast(
     only_first = np.zeros(len(erec), dtype=bool)
     only_first[typed[first]] = True
     etype = np.where(only_first, etype, 0).astype(np.int32)
-    eesc = _json_escaped(etext)
+    eesc = json_escaped(etext)
 
     # --- keys: the configured key columns, read from the images
     ekeypos = key_positions(tid_keys, ldict, inv[erec], lcode)
@@ -750,36 +750,3 @@ def _formatted(kind: str, cur: _Cursor, rec: np.ndarray, values: dict[str, Any])
         except (QuarantineError, ValueError, OverflowError, TypeError):  # the decoder's record fails too
             fb[rec[i]] = True
     return pa.array(texts, pa.string()), spark
-
-
-#: the escapes ``json.dumps(..., ensure_ascii=False)`` writes as two characters (the
-#: backslash first, so no escape is escaped again); other control characters it writes
-#: as ``\\u00XX``, done one value at a time here
-_TWO_CHARACTER_ESCAPES = [
-    ("\\", "\\\\"),
-    ('"', '\\"'),
-    ("\n", "\\n"),
-    ("\r", "\\r"),
-    ("\t", "\\t"),
-    ("\b", "\\b"),
-    ("\f", "\\f"),
-]
-
-
-def _json_escaped(text: pa.Array) -> pa.Array:
-    """Each text JSON-escaped as ``json.dumps(..., ensure_ascii=False)`` writes it,
-    without the quotes (for the event id): the common escapes column-wise, a value with
-    another control character by ``encode_basestring``."""
-    needs = flags(pc.fill_null(pc.match_substring_regex(text, r'["\\\x00-\x1f]'), False))
-    if not needs.any():
-        return text
-    at = pa.array(np.flatnonzero(needs))
-    fixed = text.take(at)
-    for plain, escaped in _TWO_CHARACTER_ESCAPES:
-        fixed = pc.replace_substring(fixed, plain, escaped)
-    other = flags(pc.fill_null(pc.match_substring_regex(fixed, r"[\x00-\x1f]"), False))
-    if other.any():
-        odd = np.flatnonzero(other)
-        redone = [encode_json_str(v)[1:-1] for v in text.take(at).take(pa.array(odd)).to_pylist()]
-        fixed = pc.replace_with_mask(fixed, pa.array(other), pa.array(redone, pa.string()))
-    return pc.replace_with_mask(text, pa.array(needs), fixed)

@@ -22,6 +22,7 @@ from formats import columnar_checks
 from formats.test_dts_avro import record as unit_record
 
 from udfs.formats import dts_avro_columnar as col
+from udfs.formats.columnar import json_escaped
 from udfs.formats.dts_avro import encode_record
 from udfs.formats.dts_avro import typed as t
 from udfs.spark_udfs import columnar_feed
@@ -389,5 +390,5 @@ def test_json_escaped_is_what_json_dumps_writes() -> None:
     rng = random.Random(6)
     alphabet = [chr(c) for c in range(0xA1)] + ["é", "😀", "\u2028", "\ufeff"]
     texts = [*alphabet, None, ""] + ["".join(rng.choices(alphabet, k=rng.randint(1, 8))) for _ in range(3000)]
-    got = col._json_escaped(pa.array(texts, pa.string())).to_pylist()
+    got = json_escaped(pa.array(texts, pa.string())).to_pylist()
     assert got == [None if v is None else json.dumps(v, ensure_ascii=False)[1:-1] for v in texts]
