@@ -137,7 +137,9 @@ def test_columnar_option_routes_the_feed() -> None:
     assert columnar_feed(_options(tables, columnar=True)) is col.decode_debezium_columnar
     assert columnar_feed(_options(tables, columnar=False)) is None
     assert not columnar_feed(_options(tables, columnar="no"))  # bad options: decode_records quarantines
-    assert not columnar_feed(json.dumps({"format": "dts_avro", "tables": tables}))
+    avro = columnar_feed(json.dumps({"format": "dts_avro", "tables": tables}))  # another format: its own
+    assert avro is not None and avro.__name__ == "decode_dts_avro_columnar"
+    assert not columnar_feed(json.dumps({"format": "dts_avro", "options": {"columnar": False}, "tables": tables}))
     assert not columnar_feed("{not json")
     assert not columnar_feed("{}")
 
