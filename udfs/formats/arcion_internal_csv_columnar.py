@@ -150,14 +150,25 @@ def split_fields(texts: pa.StringArray, fb: np.ndarray) -> dict[str, Any]:
     closed = quoted & (end - start >= 2)
     closed[closed] = b[end[closed] - 1] == _QUOTE
     fb[rec[quoted & ~closed]] = True
-    raw = gather(b, np.where(closed, start + 1, start), np.where(closed, end - 1, end))
-    quotes_in = pc.count_substring(raw, '"').to_numpy(zero_copy_only=False)
-    pairs_in = pc.count_substring(raw, '""').to_numpy(zero_copy_only=False)
-    fb[rec[(~quoted & (quotes_in > 0)) | (quoted & (quotes_in != 2 * pairs_in))]] = True
-    if quoted.any() and pairs_in.any():
-        raw = pc.if_else(pa.array(quoted), pc.replace_substring(raw, '""', '"'), raw)
-    null = flags(pc.equal(raw, "NULL")) & ~quoted
-    text = pc.if_else(pa.array(null), pa.nulls(total, pa.string()), raw)
+    inner_start, inner_end = np.where(closed, start + 1, start), np.where(closed, end - 1, end)
+    raw = gather(b, inner_start, inner_end)
+    # quotes inside a field's value (counted from the quote positions): none in an
+    # unquoted field; in a quoted one only "" escapes, in runs of even length
+    quotes_in = np.searchsorted(quotes, inner_end) - np.searchsorted(quotes, inner_start)
+    fb[rec[~quoted & (quotes_in > 0)]] = True
+    escaped = np.flatnonzero(closed & (quotes_in > 0))
+    if len(escaped):
+        values = raw.take(pa.array(escaped))
+        pairs = pc.count_substring(values, '""').to_numpy(zero_copy_only=False)
+        fb[rec[escaped[quotes_in[escaped] != 2 * pairs]]] = True
+        mask = np.zeros(total, dtype=bool)
+        mask[escaped] = True
+        raw = pc.replace_with_mask(raw, pa.array(mask), pc.replace_substring(values, '""', '"'))
+    # an unquoted NULL is SQL NULL (four bytes: compared only where the field has four)
+    four = np.flatnonzero(~quoted & (end - start == 4))
+    null = np.zeros(total, dtype=bool)
+    null[four] = flags(pc.equal(raw.take(pa.array(four)), "NULL"))
+    text = pc.if_else(pa.array(null), pa.nulls(total, pa.string()), raw) if null.any() else raw
     return {"rec": rec, "pos": pos, "text": text, "raw": raw, "count": count, "first": first}
 
 
