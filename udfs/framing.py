@@ -63,7 +63,7 @@ def _loads(text: str) -> object:
     error text is the result."""
     if _FAST_JSON is not None:
         try:
-            return _FAST_JSON.decode(text)
+            return _FAST_JSON.decode(text)  # type: ignore[attr-defined]
         except _FAST_ERRORS:
             pass
     return json.loads(text)

@@ -58,6 +58,7 @@ from udfs.formats.columnar import (
     assemble,
     decode_columnar,
     flags,
+    gather,
     json_escaped,
     key_positions,
     key_sides,
@@ -227,14 +228,16 @@ class _Cursor:
     def binary(self, rec: np.ndarray, start: np.ndarray, end: np.ndarray) -> pa.BinaryArray:
         """Byte spans of records ``rec`` (empty for a flagged record: its spans may be
         anywhere)."""
+        return self.text(rec, start, end).view(pa.binary())
+
+    def text(self, rec: np.ndarray, start: np.ndarray, end: np.ndarray) -> pa.StringArray:
+        """String spans of records ``rec``, cut by Arrow (``columnar.gather``) without a
+        second UTF-8 check: :meth:`check_strings` checked every string span once, and
+        a record holding one that is not UTF-8 is flagged (its spans are empty)."""
         ok = ~self.fb[rec]
         here = self.start[rec]  # an empty span where the record begins: spans stay in order
         start = np.clip(np.where(ok, start, here), 0, self.size)
-        return _binary(self.b, start, np.clip(np.where(ok, end, here), start, self.size))
-
-    def text(self, rec: np.ndarray, start: np.ndarray, end: np.ndarray) -> pa.StringArray:
-        """String spans of records ``rec``, checked as UTF-8 by :meth:`check_strings`."""
-        return self.binary(rec, start, end).cast(pa.string())
+        return gather(self.b, start, np.clip(np.where(ok, end, here), start, self.size))
 
     def check_strings(self) -> None:
         """Flag the records holding a string that is not UTF-8 (fastavro decodes every
@@ -255,30 +258,6 @@ class _Cursor:
                     value.decode("utf-8")
                 except UnicodeDecodeError:
                     self.fb[rec[i]] = True
-
-
-def _binary(b: np.ndarray, start: np.ndarray, end: np.ndarray) -> pa.BinaryArray:
-    """The byte spans ``b[start:end]`` as one binary array. Spans in increasing order
-    that do not overlap (records in batch order) are cut by Arrow: the buffer viewed as
-    alternating gap and span values, every second one taken; others by a numpy gather."""
-    n = len(start)
-    bounds = np.empty(2 * n + 2, dtype=np.int64)
-    bounds[0], bounds[-1] = 0, len(b)
-    bounds[1:-1:2], bounds[2:-1:2] = start, end
-    if len(b) < 2**31 and (np.diff(bounds) >= 0).all():
-        view = pa.BinaryArray.from_buffers(
-            pa.binary(), 2 * n + 1, [None, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(b)]
-        )
-        return view.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
-    lens = (end - start).astype(np.int64)
-    offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    total = int(offs[-1])
-    idx = np.repeat(start - offs[:-1], lens) + np.arange(total, dtype=np.int64) if total else np.zeros(0, np.int64)
-    data = b[idx] if total else np.zeros(0, dtype=np.uint8)
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offs), pa.py_buffer(data)]).cast(
-        pa.binary()
-    )
 
 
 def _read_record(cur: _Cursor, parts: list[tuple[str, Any]], rec: np.ndarray, p: np.ndarray) -> tuple[Any, ...]:
