@@ -296,7 +296,8 @@ def _fast(
     present_before = np.bincount(erec[side == 0], minlength=n) > 0
 
     # --- tables: id, configured key
-    tenc = pc.dictionary_encode(pa.array(tnames.tolist(), pa.string()))
+    table_arr = pa.array(tnames.tolist(), pa.string())
+    tenc = pc.dictionary_encode(table_arr)
     tcode = tenc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     tlist = tenc.dictionary.to_pylist() or [""]
     uniq, inv = np.unique(tcode, return_inverse=True)
@@ -360,7 +361,7 @@ def _fast(
         seq=seq,
         db=pa.nulls(n, pa.string()),
         schema=pa.nulls(n, pa.string()),
-        table=pa.array(tnames.tolist(), pa.string()),
+        table=table_arr,
         commit=pc.if_else(pa.array(snapshot), pa.nulls(n, pa.int64()), meta["commit"]),
         capture=pc.if_else(pa.array(snapshot), pa.nulls(n, pa.int64()), meta["capture"]),
         tx=pa.nulls(n, pa.string()),
