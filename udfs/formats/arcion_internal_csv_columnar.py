@@ -53,6 +53,7 @@ from udfs.formats.columnar import (
     json_escaped,
     key_positions,
     key_sides,
+    op_texts,
     resolve_tables,
     table_id_array,
 )
@@ -336,7 +337,7 @@ def _fast(
 
     extras = [("cursor", cursor_t, realtime), ("operationcount", count_t, realtime)]
     extras += [(name, meta["counts"][name], realtime) for name in OPERATIONCOUNT_FIELDS]
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     return assemble(
         fb=fb,
         erec=erec,
@@ -357,7 +358,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=pa.nulls(n, pa.string()),
         schema=pa.nulls(n, pa.string()),

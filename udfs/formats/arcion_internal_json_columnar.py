@@ -77,6 +77,7 @@ from udfs.formats.columnar import (
     lookup,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_batch,
     per_record,
     plain_digits,
@@ -452,7 +453,7 @@ def _fast(
     present = np.ones(n, dtype=bool)
     extras = [("cursor", cursor_t, present), ("operationcount", count_t, present)]
     extras += [(name, meta["counts"][name], present) for name in OPERATIONCOUNT_FIELDS]
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     return assemble(
         **entries,
         fb=fb,
@@ -464,7 +465,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=meta["seq"],
         db=db,
         schema=schema,

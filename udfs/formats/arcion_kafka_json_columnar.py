@@ -63,6 +63,7 @@ from udfs.formats.columnar import (
     key_sides,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_connect_batch,
     per_record,
     plain_digits,
@@ -276,7 +277,7 @@ def _fast(
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())
 
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     return assemble(
         **entries,
         fb=fb,
@@ -288,7 +289,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=src["db"],
         schema=src["schema"],

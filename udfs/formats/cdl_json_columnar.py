@@ -76,6 +76,7 @@ from udfs.formats.columnar import (
     key_sides,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_connect_batch,
     opener_per_record,
     patch,
@@ -544,7 +545,7 @@ def _fast(
     _stats["fallback_reasons_flagged"] = int(fb.sum())
     tick("assemble")
 
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     return assemble(
         fb=fb,
         erec=i_rec,
@@ -565,7 +566,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=db,
         schema=schema_t,

@@ -802,6 +802,14 @@ def distinct_tables(
     return triples, np.asarray(inv).ravel()
 
 
+def op_texts(op_code: np.ndarray, names: list[str]) -> pa.Array:
+    """Each record's op as text, ``names[op_code]``. A negative code (a record the
+    decoder could not classify, flagged to fall back) reads as ``names[0]``: its row is
+    replaced by ``decode_records``' result anyway."""
+    codes = pa.array(np.maximum(op_code, 0).astype(np.int32))
+    return pa.DictionaryArray.from_arrays(codes, pa.array(names, pa.string())).cast(pa.string())
+
+
 def table_id_array(tids: list[str], inv: np.ndarray) -> pa.Array:
     """Each record's table id (``tids[inv[record]]``) as text."""
     return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(pa.string())

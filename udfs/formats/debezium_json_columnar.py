@@ -88,6 +88,7 @@ from udfs.formats.columnar import (
     key_sides,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_connect_batch,
     resolve_tables,
     row_entries,
@@ -361,8 +362,7 @@ def _fast(
     ops = np.array(["insert", "snapshot", "update", "delete"], dtype=object)
     opc = np.where(op_code < 0, 0, op_code)
     opc = np.where((opc == 0) & is_snap, 1, opc)
-    op_dict = pa.DictionaryArray.from_arrays(pa.array(opc.astype(np.int32)), pa.array(ops.tolist()))
-    op_arr = op_dict.cast(pa.string())
+    op_arr = op_texts(opc, ops.tolist())
 
     tick("seq")
     # --- seq

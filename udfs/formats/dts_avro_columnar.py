@@ -62,6 +62,7 @@ from udfs.formats.columnar import (
     json_escaped,
     key_positions,
     key_sides,
+    op_texts,
     resolve_tables,
     table_id_array,
 )
@@ -502,7 +503,7 @@ def _fast(
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())
 
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     tcode32 = pa.array(np.maximum(tcode, 0).astype(np.int32))
     db, sch, tbl = ([t[i] for t in names] for i in range(3))
     source_types = pa.array(schema["source_types"], pa.string()).take(pa.array(source_type))
@@ -531,7 +532,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=pa.DictionaryArray.from_arrays(tcode32, pa.array(db, pa.string())).cast(pa.string()),
         schema=pa.DictionaryArray.from_arrays(tcode32, pa.array(sch, pa.string())).cast(pa.string()),

@@ -58,6 +58,7 @@ from udfs.formats.columnar import (
     key_sides,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_batch,
     opener_per_record,
     per_record,
@@ -351,7 +352,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     pair_maps = pa.MapArray.from_arrays(
         pa.array(ct_off, pa.int32()), pa.array(ct_keys, pa.string()), pa.array(ct_vals, pa.string()), type=MAP_TYPE
     )
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(uop, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(uop, _OP_NAMES)
     table_id = pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string()))
     extras = [("canal_id", uid, None)]
     if decoder._table:
@@ -367,7 +368,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
         tids=tids,
         inv=inv[urec],
         table_id=table_id.cast(pa.string()).take(pa.array(urec)),
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=texts_of["database"].take(pa.array(urec)),
         schema=pa.nulls(nu, pa.string()),

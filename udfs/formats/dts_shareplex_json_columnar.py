@@ -50,6 +50,7 @@ from udfs.formats.columnar import (
     key_sides,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_batch,
     per_record,
     plain_digits,
@@ -256,7 +257,7 @@ def _fast(
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())
 
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(np.maximum(op_code, 0).astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_code, _OP_NAMES)
     owner_arr = pa.DictionaryArray.from_arrays(pa.array(tcode.astype(np.int32)), pa.array(owners, pa.string()))
     table_arr = pa.DictionaryArray.from_arrays(pa.array(tcode.astype(np.int32)), pa.array(names, pa.string()))
     return assemble(
@@ -270,7 +271,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=pa.nulls(n, pa.string()),
         schema=owner_arr.cast(pa.string()),

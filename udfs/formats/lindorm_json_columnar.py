@@ -68,6 +68,7 @@ from udfs.formats.columnar import (
     lookup,
     object_tokens,
     on_valid_only,
+    op_texts,
     open_connect_batch,
     opener_per_record,
     per_record,
@@ -385,7 +386,7 @@ def _fast(
 
     ones = np.ones(n, dtype=bool)
     kind_arr = pa.DictionaryArray.from_arrays(pa.array(hb.astype(np.int32)), pa.array(["sql", "hbase"]))
-    op_arr = pa.DictionaryArray.from_arrays(pa.array(op_final.astype(np.int32)), pa.array(_OP_NAMES))
+    op_arr = op_texts(op_final, _OP_NAMES)
     return assemble(
         **entries,
         fb=fb,
@@ -397,7 +398,7 @@ def _fast(
         tids=tids,
         inv=inv,
         table_id=table_id,
-        op_arr=op_arr.cast(pa.string()),
+        op_arr=op_arr,
         seq=seq,
         db=src["db"],
         schema=src["namespace"],
