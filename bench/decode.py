@@ -32,6 +32,17 @@ project_cached_results (diagnostic, ``debezium_json`` only)
     cost of carrying the decoded results (the Arrow batches to the JVM, the explodes,
     the rows) with no decoding at all. The floor of any decoder that returns the
     changelog contract's rows from a Python UDF.
+project_cached_flat (diagnostic, ``debezium_json`` only)
+    The same cached results, read by an Arrow UDTF over ``TABLE(files)`` (the files
+    spread over the model's tasks) that yields the query's rows flat: one per change,
+    no nested array crossing into the JVM and no explode there. Side by side with
+    *project_cached_results*, it shows what the other physical form Spark 4 offers
+    (``arrow_udtf``) would take off that floor.
+project_flat_udtf (diagnostic, ``debezium_json`` only)
+    The same Arrow UDTF shape decoding for real: each batch of files decoded by
+    ``cdc_decode_files``' own function (``decode_files_array``), its rows yielded flat.
+    Side by side with *project*, it shows what moving the records model to an Arrow
+    UDTF would buy with today's decoders.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -308,6 +319,16 @@ def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
     return lines.select(F.from_json("value", schema).alias("e")).selectExpr(*cols)
 
 
+def _pickle_by_value() -> None:
+    """The cached variants' functions use this module's helpers: Spark's workers, which
+    cannot import ``bench``, get them by value."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
 CACHED_UDF = "bench_cached_decode_files"
 
 
@@ -322,16 +343,16 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
 
     folder = str(cache_dir)  # a local: the pickled function carries it
     cache_dir.mkdir(parents=True, exist_ok=True)
+    _pickle_by_value()
 
     @arrow_udf(DECODED_RECORDS_DDL)  # type: ignore[misc]
     def bench_cached_decode_files(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
-        import hashlib
         import os
 
         from udfs.spark_udfs import decode_files_array
 
-        keys = list(zip(path.to_pylist(), framing.to_pylist(), options.to_pylist(), strict=True))
-        names = [os.path.join(folder, hashlib.sha256(repr(k).encode()).hexdigest() + ".arrow") for k in keys]
+        keys = zip(path.to_pylist(), framing.to_pylist(), options.to_pylist(), strict=True)
+        names = [cached_path(folder, *k) for k in keys]
         missing = [i for i, name in enumerate(names) if not os.path.exists(name)]
         if missing:
             take = pa.array(missing, type=pa.int64())
@@ -350,6 +371,117 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
     spark.udf.register(CACHED_UDF, bench_cached_decode_files)
 
 
+CACHED_FLAT_UDTF = "bench_cached_flat_changes"
+#: the columns of the bench's project query (see :func:`project_sql`), flat
+FLAT_PREFIX_DDL = "feed string, source_file string, record_index int, status string, reason string"
+
+
+def cached_path(folder: str, path: Any, framing: Any, options: Any) -> str:
+    """Where :data:`CACHED_UDF` keeps the decoded records of one file."""
+    import hashlib
+    import os
+
+    return os.path.join(folder, hashlib.sha256(repr((path, framing, options)).encode()).hexdigest() + ".arrow")
+
+
+def flat_changes(feed: pa.Array, source_file: pa.Array, nested: pa.ListArray) -> pa.RecordBatch:
+    """The rows of the bench's project query (:func:`project_sql`: one per change, one
+    with null change fields for a record without any) from ``cdc_decode_files``
+    results, ``nested`` one list of records per file of ``feed`` / ``source_file``."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    rec_file = pc.list_parent_indices(nested)
+    recs = pc.list_flatten(nested)
+    # struct_field, not .field(): a null struct's fields read as null
+    result, error = pc.struct_field(recs, "result"), pc.struct_field(recs, "error")
+    changes = pc.struct_field(result, "changes")
+    # a record with a framing error has no changes, whatever its result holds (the model's
+    # rule); a null record has no row at all (the model's `where rec is not null`)
+    failed = pc.is_valid(error).to_numpy(zero_copy_only=False)
+    present = pc.is_valid(recs).to_numpy(zero_copy_only=False)
+    counts = pc.fill_null(pc.list_value_length(changes), 0).to_numpy(zero_copy_only=False)
+    parent = pc.list_parent_indices(changes).to_numpy(zero_copy_only=False)
+    kept = np.flatnonzero(~failed[parent] & present[parent])
+    empty = np.flatnonzero(((counts == 0) | failed) & present)
+    row_rec = np.concatenate((parent[kept], empty))
+    change_at = np.concatenate((kept, np.full(len(empty), -1)))
+    order = np.argsort(row_rec, kind="stable")
+    row_rec, change_at = row_rec[order], change_at[order]
+    rows = pa.array(row_rec, type=pa.int64())
+    at = pa.array(change_at, mask=change_at < 0, type=pa.int64())
+    change = pc.list_flatten(changes).take(at)
+    file_rows = rec_file.take(rows)
+    status = pc.if_else(pc.is_valid(error), "quarantined", pc.struct_field(result, "status"))
+    reason = pc.coalesce(error, pc.struct_field(result, "reason"))
+    columns = [
+        feed.take(file_rows),
+        source_file.take(file_rows),
+        pc.struct_field(recs, "record_index").take(rows),
+        status.take(rows),
+        reason.take(rows),
+        *change.flatten(),
+    ]
+    names = ["feed", "source_file", "record_index", "status", "reason", *[f.name for f in change.type]]
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def register_cached_flat(spark: Any, cache_dir: Path) -> None:
+    """Register :data:`CACHED_FLAT_UDTF` (*project_cached_flat* in the module doc): an
+    Arrow UDTF over ``TABLE(files)`` that yields the rows of the project query flat,
+    from the files :data:`CACHED_UDF` cached (no decoding, no explode in Spark)."""
+    from pyspark.sql.functions import arrow_udtf
+
+    from udfs.decode import CHANGE_FIELDS
+
+    folder = str(cache_dir)
+    _pickle_by_value()
+
+    @arrow_udtf(returnType=f"{FLAT_PREFIX_DDL}, {CHANGE_FIELDS}")
+    class BenchCachedFlatChanges:
+        def eval(self, files: pa.RecordBatch) -> Any:
+            paths = files.column("source_file")
+            names = [
+                cached_path(folder, *key)
+                for key in zip(
+                    paths.to_pylist(),
+                    files.column("framing").to_pylist(),
+                    files.column("decoder_options").to_pylist(),
+                    strict=True,
+                )
+            ]
+            parts = [pa.ipc.open_file(pa.memory_map(name)).read_all().column("r").chunk(0) for name in names]
+            if parts:
+                yield flat_changes(files.column("feed"), paths, pa.concat_arrays(parts))
+
+    spark.udtf.register(CACHED_FLAT_UDTF, BenchCachedFlatChanges)
+
+
+DECODE_FLAT_UDTF = "bench_decode_flat_changes"
+
+
+def register_decode_flat(spark: Any) -> None:
+    """Register :data:`DECODE_FLAT_UDTF` (*project_flat_udtf* in the module doc): an
+    Arrow UDTF over ``TABLE(files)`` that decodes each batch of files with
+    ``cdc_decode_files``' own function and yields the project query's rows flat."""
+    from pyspark.sql.functions import arrow_udtf
+
+    from udfs.decode import CHANGE_FIELDS
+
+    _pickle_by_value()
+
+    @arrow_udtf(returnType=f"{FLAT_PREFIX_DDL}, {CHANGE_FIELDS}")
+    class BenchDecodeFlatChanges:
+        def eval(self, files: pa.RecordBatch) -> Any:
+            from udfs.spark_udfs import decode_files_array
+
+            paths = files.column("source_file")
+            nested = decode_files_array(paths, files.column("framing"), files.column("decoder_options"))
+            yield flat_changes(files.column("feed"), paths, nested)
+
+    spark.udtf.register(DECODE_FLAT_UDTF, BenchDecodeFlatChanges)
+
+
 def cache_misses(cache_dir: Path) -> int:
     """Files decoded afresh by :data:`CACHED_UDF` so far."""
     log = cache_dir / "misses.log"
@@ -358,24 +490,38 @@ def cache_misses(cache_dir: Path) -> int:
     return sum(int(line) for line in log.read_text(encoding="utf-8").split())
 
 
+def flat_sql(compiled: str, schema: str, feed: str, udtf: str = CACHED_FLAT_UDTF) -> str:
+    """*project_cached_flat* (or, with :data:`DECODE_FLAT_UDTF`, *project_flat_udtf*):
+    ``udtf`` over the files of ``feed``, spread over the model's tasks as the model
+    spreads them."""
+    files = files_sql(schema, feed)
+    spread = f"select /*+ repartition({model_tasks(compiled)}) */ feed, source_file, framing, decoder_options"
+    return f"select * from {udtf}(TABLE({spread} from {files} as f))"
+
+
 def _cached_results(
     spark: Any, case: FormatCase, model: tuple[str, str, str], cache_dir: Path, sampler: Any, repeat: int
-) -> tuple[float, int]:
-    """*project_cached_results*: (best time of ``repeat`` runs after one that fills the
-    cache, files decoded afresh during those runs: 0 unless a file changed)."""
+) -> tuple[float, float, int]:
+    """*project_cached_results* and *project_cached_flat*: (best time of ``repeat`` runs
+    of each after one that fills the cache, files decoded afresh during those runs: 0
+    unless a file changed)."""
     import shutil
 
     register_cached_decode(spark, cache_dir)
+    register_cached_flat(spark, cache_dir)
     code, n = re.subn(r"\bcdc_decode_files\(", f"{CACHED_UDF}(", model[0])
     assert n == 1, "cdc_decode_files not found once in the compiled stg_landing__records"
     frame = spark.sql(project_sql(code, *model[1:]))
+    flat = spark.sql(flat_sql(*model))
     try:
         with sampler.section(f"decode:{case.name}:project_cached_results:fill"):
             timed_noop(frame)
         before = cache_misses(cache_dir)
         with sampler.section(f"decode:{case.name}:project_cached_results"):
-            best = min(timed_noop(frame) for _ in range(repeat))
-        return best, cache_misses(cache_dir) - before
+            nested_s = min(timed_noop(frame) for _ in range(repeat))
+        with sampler.section(f"decode:{case.name}:project_cached_flat"):
+            flat_s = min(timed_noop(flat) for _ in range(repeat))
+        return nested_s, flat_s, cache_misses(cache_dir) - before
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
 
@@ -583,6 +729,8 @@ def run_decode(
         frames["project_python_path"] = spark.sql(project_sql(*model, decoder_options=override))
     if debezium:
         frames["project_two_calls"] = spark.sql(two_calls_sql(*model))
+        register_decode_flat(spark)
+        frames["project_flat_udtf"] = spark.sql(flat_sql(*model, udtf=DECODE_FLAT_UDTF))
     for _ in range(repeat):
         for name, frame in frames.items():
             with sampler.section(f"decode:{case.name}:{name}"):
@@ -590,7 +738,8 @@ def run_decode(
             best[name] = min(t, best.get(name, t))
     if debezium and cache_dir is not None:
         # after the others, so the cache's files and page cache weigh on no other variant
-        best["project_cached_results"], misses = _cached_results(spark, case, model, cache_dir, sampler, repeat)
+        nested_s, flat_s, misses = _cached_results(spark, case, model, cache_dir, sampler, repeat)
+        best["project_cached_results"], best["project_cached_flat"] = nested_s, flat_s
     project, native = best["project"], best.get("native")
     with sampler.section(f"decode:{case.name}:bound"):
         orj = min((bound_orjson(data, case.framing) for _ in range(repeat)), key=lambda r: r["seconds"])
@@ -606,6 +755,8 @@ def run_decode(
         "project_python_path": _rates(best.get("project_python_path"), data),
         "project_two_calls": _rates(best.get("project_two_calls"), data),
         "project_cached_results": _rates(best.get("project_cached_results"), data) | {"cache_misses": misses},
+        "project_cached_flat": _rates(best.get("project_cached_flat"), data),
+        "project_flat_udtf": _rates(best.get("project_flat_udtf"), data),
         "python_decode_only": pyd,
         "native_from_json": _rates(native, data) | {"missing": NO_NATIVE.get(case.format)},
         "bound_orjson": _rates(orj["seconds"], data) | {"failed_records": orj["failed"], "parser": orj["parser"]},
@@ -625,6 +776,12 @@ def run_decode(
     # > 1: carrying the results alone costs more than Spark's own decode
     cached_s = best.get("project_cached_results")
     out["ratio_cached_results_over_native"] = round(cached_s / native, 2) if cached_s else None
+    flat_s = best.get("project_cached_flat")
+    out["ratio_cached_flat_over_native"] = round(flat_s / native, 2) if flat_s else None
+    # < 1: the same decoding, its rows yielded flat by an Arrow UDTF, is faster
+    flat_udtf_s = best.get("project_flat_udtf")
+    out["ratio_flat_udtf_over_project"] = round(flat_udtf_s / project, 2) if flat_udtf_s else None
+    out["ratio_flat_udtf_over_native"] = round(flat_udtf_s / native, 2) if flat_udtf_s and native else None
     out["ratio_project_over_bound_orjson"] = round(project / orj["seconds"], 2)
     out["ratio_project_over_bound_pyarrow"] = round(project / pya["seconds"], 2) if pya["seconds"] else None
     # time per record in Spark / time per record of the same Python functions alone

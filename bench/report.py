@@ -35,8 +35,8 @@ def _upgrade(res: dict[str, Any]) -> dict[str, Any]:
 
 
 def format_tables(res: dict[str, Any]) -> str:
-    res = _upgrade(res)
     """Every section of ``res`` as plain-text tables."""
+    res = _upgrade(res)
     meta = res["meta"]
     parts = [
         f"cdc bench {meta['started_utc']}  wall {meta['wall_s']:.0f} s  {meta['cpu_count']} cores  "
@@ -54,6 +54,8 @@ def format_tables(res: dict[str, Any]) -> str:
             _num(d["project_python_path"]["records_per_s"]),
             _num((d.get("project_two_calls") or {}).get("records_per_s")),
             _num((d.get("project_cached_results") or {}).get("records_per_s")),
+            _num((d.get("project_cached_flat") or {}).get("records_per_s")),
+            _num((d.get("project_flat_udtf") or {}).get("records_per_s")),
             _num(d["python_decode_only"]["records_per_s"]),
             _num(d["native_from_json"]["records_per_s"]),
             _num(d["native_from_json"]["mb_per_s"], 1),
@@ -68,7 +70,9 @@ def format_tables(res: dict[str, Any]) -> str:
         "same with every file in one task, as before the spread; python path: the same with columnar: false, "
         "decode_records per record; two calls: cdc_read_records, explode, cdc_decode, as before "
         "cdc_decode_files; cached: the same with each file's result memory-mapped from an earlier run, "
-        "Spark's cost of carrying the results; python only: decode_records in one process)",
+        "Spark's cost of carrying the results; cached flat: the same results yielded as flat rows by an Arrow UDTF; "
+        "flat UDTF: the files decoded for real in such an Arrow UDTF; "
+        "python only: decode_records in one process)",
         _table(
             [
                 "format",
@@ -80,6 +84,8 @@ def format_tables(res: dict[str, Any]) -> str:
                 "python path",
                 "two calls",
                 "cached",
+                "cached flat",
+                "flat UDTF",
                 "python only",
                 "native from_json",
                 "native MB/s",
@@ -115,6 +121,8 @@ def format_tables(res: dict[str, Any]) -> str:
             ratio2(d.get("ratio_project_over_python_path")),
             ratio2(d.get("ratio_project_over_two_calls")),
             ratio2(d.get("ratio_cached_results_over_native")),
+            ratio2(d.get("ratio_cached_flat_over_native")),
+            ratio2(d.get("ratio_flat_udtf_over_project")),
             ratio(d.get("cpu_ratio_project_over_native")),
             "/".join("-" if n is None else str(n) for n in d["spark_tasks"].values()),
         ]
@@ -133,6 +141,8 @@ def format_tables(res: dict[str, Any]) -> str:
                 "project/python path",
                 "project/two calls",
                 "cached/native",
+                "cached flat/native",
+                "flat UDTF/project",
                 "CPU project/native",
                 "tasks (project/native/1 task)",
             ],
@@ -281,6 +291,8 @@ def write_chart(res: dict[str, Any], path: Path) -> None:
         ("project_one_task", "project, one task"),
         ("project_python_path", "project, columnar: false"),
         ("project_cached_results", "cached: carrying the rows, no decoding"),
+        ("project_cached_flat", "cached, flat rows (Arrow UDTF)"),
+        ("project_flat_udtf", "decoded in an Arrow UDTF, flat rows"),
         ("python_decode_only", "decode_records, 1 process"),
         ("native_from_json", "Spark from_json (CSV: its CSV reader)"),
         ("bound_orjson", "orjson (CSV: csv, Avro: fastavro), 1 process"),
@@ -289,7 +301,7 @@ def write_chart(res: dict[str, Any], path: Path) -> None:
     cases = [d["case"] for d in res["decode"]]
     width = 0.8 / len(variants)
     for i, (key, label) in enumerate(variants):
-        values = [d[key]["records_per_s"] or 0 for d in res["decode"]]
+        values = [(d.get(key) or {}).get("records_per_s") or 0 for d in res["decode"]]
         ax.bar([x + i * width for x in range(len(cases))], values, width, label=label)
     # the format names are long: slanted and anchored at their right end, they do not overlap
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(cases))], cases, rotation=30, ha="right", fontsize=8)

@@ -214,6 +214,8 @@ def _add_cpu(decode: list[dict], e2e: dict, sections: dict[str, dict]) -> None:
                 "project_python_path",
                 "project_two_calls",
                 "project_cached_results",
+                "project_cached_flat",
+                "project_flat_udtf",
                 "native",
             )
         }

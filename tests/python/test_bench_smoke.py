@@ -60,10 +60,14 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert _positive(decode[variant]["mb_per_s"]), variant
     assert _positive(decode["python_decode_only"]["records_per_s"])
     # debezium_json: the record-by-record path and the results cached in the workers
-    for variant in ("project_python_path", "project_two_calls", "project_cached_results"):
+    # and the same cached results yielded flat by an Arrow UDTF, and the files decoded in one
+    variants = ("project_python_path", "project_two_calls", "project_cached_results", "project_cached_flat")
+    for variant in (*variants, "project_flat_udtf"):
         assert _positive(decode[variant]["records_per_s"]), variant
     assert isinstance(decode["project_cached_results"]["cache_misses"], int)
     assert _positive(decode["ratio_cached_results_over_native"]) and _positive(decode["ratio_project_over_two_calls"])
+    assert _positive(decode["ratio_cached_flat_over_native"]) and _positive(decode["cpu_s"]["project_cached_flat"])
+    assert _positive(decode["ratio_flat_udtf_over_project"]) and _positive(decode["ratio_flat_udtf_over_native"])
     assert _positive(decode["ratio_project_over_native"]) and _positive(decode["ratio_project_over_bound_orjson"])
     # Arcion internal CSV: one table, snapshot and realtime files with their header rows,
     # against Spark's CSV reader, the csv module and pyarrow.csv; every row one change
