@@ -31,7 +31,7 @@ project_cached_results (diagnostic, ``debezium_json`` only)
     run is counted in ``cache_misses``), measured after the other variants: Spark's
     cost of carrying the decoded results (the Arrow batches to the JVM, the explodes,
     the rows) with no decoding at all. The floor of any decoder that returns the
-    changelog contract's rows from a Python UDF.
+    changelog contract's rows from a Python UDF nested as the records model holds them.
 project_cached_flat (diagnostic, ``debezium_json`` only)
     The same cached results, read by an Arrow UDTF over ``TABLE(files)`` (the files
     spread over the model's tasks) that yields the query's rows flat: one per change,
@@ -320,7 +320,7 @@ def native_frame(spark: Any, case: FormatCase, folder: Path) -> Any:
 
 
 def _pickle_by_value() -> None:
-    """The cached variants' functions use this module's helpers: Spark's workers, which
+    """The bench's UDF and UDTFs call this module's helpers: Spark's workers, which
     cannot import ``bench``, get them by value."""
     import sys
 
