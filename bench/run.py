@@ -199,6 +199,23 @@ def _versions() -> dict[str, str]:
     return {n: version(n) for n in ("pyspark", "pyarrow", "pandas", "orjson", "dbt-core", "dbt-spark", "matplotlib")}
 
 
+def _progress(d: dict[str, Any]) -> str:
+    """One format's decode figures for the progress log: the variants it has, no zero
+    for one it does not."""
+    labels = {
+        "project": "project",
+        "project_python_path": "python path",
+        "project_two_calls": "two calls",
+        "project_cached_results": "cached results",
+        "project_cached_flat": "cached flat",
+        "project_flat_udtf": "flat UDTF",
+        "native_from_json": "native",
+        "bound_orjson": d["bound_orjson"].get("parser") or "orjson",
+    }
+    rates = {label: (d.get(key) or {}).get("records_per_s") for key, label in labels.items()}
+    return ", ".join(f"{label} {rate:,.0f} r/s" for label, rate in rates.items() if rate)
+
+
 def _add_cpu(decode: list[dict], e2e: dict, sections: dict[str, dict]) -> None:
     """Copy the CPU seconds of the sampler's sections next to the wall times."""
 
@@ -359,15 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             if name == "debezium_json" and not one_task:
                 d["project_one_task"]["skipped"] = f"{ds.bytes:,} bytes of files: over one Arrow batch's 2 GiB of text"
             decode.append(d)
-            print(
-                f"bench:   project {d['project']['records_per_s']:,.0f} r/s, python path "
-                f"{d['project_python_path']['records_per_s'] or 0:,.0f} r/s, two calls "
-                f"{d['project_two_calls']['records_per_s'] or 0:,.0f} r/s, cached results "
-                f"{d['project_cached_results']['records_per_s'] or 0:,.0f} r/s, native "
-                f"{d['native_from_json']['records_per_s'] or 0:,.0f} r/s, "
-                f"{d['bound_orjson']['parser']} {d['bound_orjson']['records_per_s']:,.0f} r/s",
-                file=sys.stderr,
-            )
+            print(f"bench:   {_progress(d)}", file=sys.stderr)
 
         # ------------------------------------------------------------------ end to end
         from bench.e2e import run_e2e

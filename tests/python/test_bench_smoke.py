@@ -46,6 +46,8 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "DECODE" in done.stdout and "MERGE GROWTH" in done.stdout
+    # the progress log names each format's variants, and no zero for one it does not have
+    assert "cached flat" in done.stderr and "flat UDTF" in done.stderr and " 0 r/s" not in done.stderr
 
     (result,) = out.glob("*.json")
     assert result.with_suffix(".png").stat().st_size > 0
