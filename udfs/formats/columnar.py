@@ -802,17 +802,23 @@ def distinct_tables(
     return triples, np.asarray(inv).ravel()
 
 
+def texts_at(names: list[str], codes: np.ndarray) -> pa.Array:
+    """``names[codes[i]]`` for every ``i``, as text (a dictionary array, decoded)."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(names, pa.string())).cast(
+        pa.string()
+    )
+
+
 def op_texts(op_code: np.ndarray, names: list[str]) -> pa.Array:
     """Each record's op as text, ``names[op_code]``. A negative code (a record the
     decoder could not classify, flagged to fall back) reads as ``names[0]``: its row is
     replaced by ``decode_records``' result anyway."""
-    codes = pa.array(np.maximum(op_code, 0).astype(np.int32))
-    return pa.DictionaryArray.from_arrays(codes, pa.array(names, pa.string())).cast(pa.string())
+    return texts_at(names, np.maximum(op_code, 0))
 
 
 def table_id_array(tids: list[str], inv: np.ndarray) -> pa.Array:
     """Each record's table id (``tids[inv[record]]``) as text."""
-    return pa.DictionaryArray.from_arrays(pa.array(inv.astype(np.int32)), pa.array(tids, pa.string())).cast(pa.string())
+    return texts_at(tids, inv)
 
 
 def key_sides(
