@@ -351,8 +351,7 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
 
         from udfs.spark_udfs import decode_files_array
 
-        keys = zip(path.to_pylist(), framing.to_pylist(), options.to_pylist(), strict=True)
-        names = [cached_path(folder, *k) for k in keys]
+        names = cached_paths(folder, path, framing, options)
         missing = [i for i, name in enumerate(names) if not os.path.exists(name)]
         if missing:
             take = pa.array(missing, type=pa.int64())
@@ -365,8 +364,7 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
                 os.replace(partial, names[i])
             with open(os.path.join(folder, "misses.log"), "a", encoding="utf-8") as fh:
                 fh.write(f"{len(missing)}\n")
-        parts = [pa.ipc.open_file(pa.memory_map(name)).read_all().column("r").chunk(0) for name in names]
-        return pa.concat_arrays(parts)
+        return pa.concat_arrays([read_cached(name) for name in names])
 
     spark.udf.register(CACHED_UDF, bench_cached_decode_files)
 
@@ -376,12 +374,18 @@ CACHED_FLAT_UDTF = "bench_cached_flat_changes"
 FLAT_PREFIX_DDL = "feed string, source_file string, record_index int, status string, reason string"
 
 
-def cached_path(folder: str, path: Any, framing: Any, options: Any) -> str:
-    """Where :data:`CACHED_UDF` keeps the decoded records of one file."""
+def cached_paths(folder: str, path: pa.Array, framing: pa.Array, options: pa.Array) -> list[str]:
+    """Where :data:`CACHED_UDF` keeps the decoded records of each file."""
     import hashlib
     import os
 
-    return os.path.join(folder, hashlib.sha256(repr((path, framing, options)).encode()).hexdigest() + ".arrow")
+    keys = zip(path.to_pylist(), framing.to_pylist(), options.to_pylist(), strict=True)
+    return [os.path.join(folder, hashlib.sha256(repr(k).encode()).hexdigest() + ".arrow") for k in keys]
+
+
+def read_cached(name: str) -> pa.ListArray:
+    """One file's cached records (memory-mapped: no copy)."""
+    return pa.ipc.open_file(pa.memory_map(name)).read_all().column("r").chunk(0)
 
 
 def flat_changes(feed: pa.Array, source_file: pa.Array, nested: pa.ListArray) -> pa.RecordBatch:
@@ -398,7 +402,8 @@ def flat_changes(feed: pa.Array, source_file: pa.Array, nested: pa.ListArray) ->
     changes = pc.struct_field(result, "changes")
     # a record with a framing error has no changes, whatever its result holds (the model's
     # rule); a null record has no row at all (the model's `where rec is not null`)
-    failed = pc.is_valid(error).to_numpy(zero_copy_only=False)
+    has_error = pc.is_valid(error)
+    failed = has_error.to_numpy(zero_copy_only=False)
     present = pc.is_valid(recs).to_numpy(zero_copy_only=False)
     counts = pc.fill_null(pc.list_value_length(changes), 0).to_numpy(zero_copy_only=False)
     parent = pc.list_parent_indices(changes).to_numpy(zero_copy_only=False)
@@ -412,7 +417,7 @@ def flat_changes(feed: pa.Array, source_file: pa.Array, nested: pa.ListArray) ->
     at = pa.array(change_at, mask=change_at < 0, type=pa.int64())
     change = pc.list_flatten(changes).take(at)
     file_rows = rec_file.take(rows)
-    status = pc.if_else(pc.is_valid(error), "quarantined", pc.struct_field(result, "status"))
+    status = pc.if_else(has_error, "quarantined", pc.struct_field(result, "status"))
     reason = pc.coalesce(error, pc.struct_field(result, "reason"))
     columns = [
         feed.take(file_rows),
@@ -441,18 +446,9 @@ def register_cached_flat(spark: Any, cache_dir: Path) -> None:
     class BenchCachedFlatChanges:
         def eval(self, files: pa.RecordBatch) -> Any:
             paths = files.column("source_file")
-            names = [
-                cached_path(folder, *key)
-                for key in zip(
-                    paths.to_pylist(),
-                    files.column("framing").to_pylist(),
-                    files.column("decoder_options").to_pylist(),
-                    strict=True,
-                )
-            ]
-            parts = [pa.ipc.open_file(pa.memory_map(name)).read_all().column("r").chunk(0) for name in names]
-            if parts:
-                yield flat_changes(files.column("feed"), paths, pa.concat_arrays(parts))
+            names = cached_paths(folder, paths, files.column("framing"), files.column("decoder_options"))
+            if names:
+                yield flat_changes(files.column("feed"), paths, pa.concat_arrays([read_cached(n) for n in names]))
 
     spark.udtf.register(CACHED_FLAT_UDTF, BenchCachedFlatChanges)
 
