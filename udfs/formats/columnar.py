@@ -9,7 +9,8 @@ object per column value, and hands every record it cannot do exactly to
   :func:`open_batch`; for Kafka Connect envelopes :func:`open_connect_batch` and the
   schema cache (a schema text seen before cut out of its record, each parsed once);
 * :class:`Tokens`: quotes, escapes and structural characters of the batch, each
-  colon's enclosing object; ``values`` / ``texts``: a value's kind, span and canonical
+  colon's enclosing object, name and value span (one compiled pass over the bytes:
+  :mod:`udfs.formats.json_scan`); ``values`` / ``texts``: a value's kind, span and canonical
   text (``canonical_text``: ``-0`` as ``0``, a fraction's literal, escapes undone);
 * :func:`slots` / :func:`field_values`: the fields of the objects a format reads;
   :func:`row_entries`: the entries of its row objects; :class:`Images`: the before and
@@ -159,56 +160,36 @@ class Tokens:
     """Stage 1 over the bytes of a batch of valid JSON texts."""
 
     def __init__(self, b: np.ndarray, off: np.ndarray) -> None:
+        from udfs.formats.json_scan import scan_tokens  # numba: compiled on first use
+
         self.b = b
         self.off = off
-        qpos = np.flatnonzero(b == 34)
-        bpos = np.flatnonzero(b == 92)
-        if len(bpos):
-            cand = qpos[(qpos > 0) & (b[np.maximum(qpos - 1, 0)] == 92)]
-            if len(cand):
-                brk = np.flatnonzero(np.diff(bpos) != 1) + 1
-                run_start = np.zeros(len(bpos), dtype=np.int64)
-                run_start[brk] = brk
-                np.maximum.accumulate(run_start, out=run_start)
-                i = np.searchsorted(bpos, cand - 1)
-                runlen = i - run_start[i] + 1
-                escaped = cand[runlen % 2 == 1]
-                if len(escaped):
-                    qpos = np.delete(qpos, np.searchsorted(qpos, escaped))
-        self.qpos = qpos
-        self.bpos = bpos
-        # whether each string (the quote pair 2k, 2k+1) holds a backslash: every
-        # backslash of valid JSON is inside a string, after its opening quote
-        self.str_bs = np.zeros(len(qpos) // 2, dtype=bool)
-        if len(bpos):
-            self.str_bs[(np.searchsorted(qpos, bpos) - 1) // 2] = True
-        # { } [ ] : , -- clearing bit 5 maps { } onto [ ]
-        folded = b & np.uint8(0xDF)
-        mask = (folded == 0x5B) | (folded == 0x5D) | (b == 0x3A) | (b == 0x2C)
-        spos = np.flatnonzero(mask)
-        inside = np.searchsorted(qpos, spos) % 2 == 1
-        spos = spos[~inside]
-        scls = STRUCT_CLASS[b[spos]]
-        delta = np.zeros(len(spos), dtype=np.int32)
-        delta[(scls == OPEN_OBJ) | (scls == OPEN_ARR)] = 1
-        delta[(scls == CLOSE_OBJ) | (scls == CLOSE_ARR)] = -1
-        after = np.cumsum(delta, dtype=np.int32)
-        self.spos, self.scls = spos, scls
-        # level: the depth of the container a token is in (openers: the one they open)
-        self.level = np.where(delta == 1, after, after - delta)
-        self.rec = None
-        # parent opener of every colon (per level, the last opener of that level before it)
-        self.colons = np.flatnonzero(scls == COLON)
-        self.crec = np.searchsorted(off, spos[self.colons], side="right") - 1
-        self.parent = np.full(len(self.colons), -1, dtype=np.int64)
-        openers = np.flatnonzero(scls == OPEN_OBJ)
-        clev = self.level[self.colons]
-        olev = self.level[openers]
-        for lev in np.unique(clev):
-            o = openers[olev == lev]
-            m = clev == lev
-            j = np.searchsorted(spos[o], spos[self.colons[m]]) - 1
-            self.parent[m] = o[j]
+        # quotes (a string is the pair 2k, 2k+1) and whether each string holds a
+        # backslash; the structural characters outside strings, their class and level
+        # (the depth of the container a token is in; openers: the one they open); every
+        # colon, its enclosing object's opener and its record; per colon, its name's and
+        # its value's span (see udfs.formats.json_scan)
+        (
+            self.qpos,
+            self.str_bs,
+            self.spos,
+            self.scls,
+            self.level,
+            self.colons,
+            self.parent,
+            self.crec,
+            *per_colon,
+        ) = scan_tokens(b, off)
+        self._name_start, self._name_end, self._name_bs = per_colon[:3]
+        self._kind, self._start, self._end, self._bs = per_colon[3:]
+        self._ordinal = np.full(len(self.spos), -1, dtype=np.int64)  # token -> its place among the colons
+        self._ordinal[self.colons] = np.arange(len(self.colons))
+
+    def _colon_ordinals(self, colons: np.ndarray) -> np.ndarray:
+        at = self._ordinal[colons]
+        if len(at) and at.min() < 0:
+            raise ValueError("Tokens: a name or value asked of a token that is not a colon")
+        return at
 
     def closing(self, openers: np.ndarray) -> np.ndarray:
         """The token closing each opener (``{`` or ``[``): the first closer of its level after it."""
@@ -233,48 +214,16 @@ class Tokens:
 
     def names(self, colons: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The byte span of the name before each colon, and whether it holds an escape."""
-        qi = np.searchsorted(self.qpos, self.spos[colons]) - 1  # the name's closing quote
-        return self.qpos[qi - 1] + 1, self.qpos[qi], self.str_bs[qi // 2]
+        at = self._colon_ordinals(colons)
+        return self._name_start[at], self._name_end[at], self._name_bs[at]
 
     def values(self, colons: np.ndarray) -> dict[str, np.ndarray]:
-        """Kind, byte span, escape flag and opener token of the value of each colon."""
-        b = self.b
-        p = skip_ws(b, self.spos[colons] + 1)
-        c = b[p]
-        kind = np.full(len(colons), K_INT, dtype=np.int8)
-        start = p.copy()
-        end = p.copy()
-        is_str = c == 34
-        kind[is_str] = K_STR
-        kind[c == ord("{")] = K_OBJ
-        kind[c == ord("[")] = K_ARR
-        kind[c == ord("t")] = K_TRUE
-        kind[c == ord("f")] = K_FALSE
-        kind[c == ord("n")] = K_NULL
-        has_bs = np.zeros(len(colons), dtype=bool)
-        if is_str.any():
-            qi = np.searchsorted(self.qpos, p[is_str])  # the string's opening quote
-            start[is_str] = p[is_str] + 1
-            end[is_str] = self.qpos[qi + 1]
-            has_bs[is_str] = self.str_bs[qi // 2]
-        end[kind == K_TRUE] += 4
-        end[kind == K_FALSE] += 5
-        num = kind == K_INT
-        if num.any():
-            e = self.spos[colons[num] + 1]
-            while True:
-                m = IS_WS[b[e - 1]]
-                if not m.any():
-                    break
-                e[m] -= 1
-            end[num] = e
-            lit = gather(b, start[num], e)
-            frac = pc.match_substring_regex(lit, "[.eE]").to_numpy(zero_copy_only=False)
-            k = kind[num]
-            k[frac] = K_FRAC
-            kind[num] = k
+        """Kind, byte span, escape flag and opener token of the value of each colon (a
+        string's span without its quotes; a null's or a container's is empty)."""
+        at = self._colon_ordinals(colons)
+        kind = self._kind[at]
         opener = np.where((kind == K_OBJ) | (kind == K_ARR), colons + 1, -1)
-        return {"kind": kind, "start": start, "end": end, "bs": has_bs, "opener": opener}
+        return {"kind": kind, "start": self._start[at], "end": self._end[at], "bs": self._bs[at], "opener": opener}
 
     def texts(self, v: dict[str, np.ndarray], need_esc: bool = False) -> tuple[pa.Array, pa.Array | None, int]:
         """Canonical text of scalar values (null for null/absent/containers) and, with
