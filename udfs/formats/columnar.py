@@ -48,6 +48,8 @@ from udfs.decode import (
     partition_name_bytes,
     table_id_for,
 )
+from udfs.formats.json_scan import scan_tokens
+from udfs.formats.spans import gather_spans, json_array_of, starts_with_at
 
 _LOG = logging.getLogger(__name__)
 #: formats whose columnar decoder failed in this worker (warned once each)
@@ -89,42 +91,16 @@ encode_json_str = json.encoder.encode_basestring  # what JSONEncoder(ensure_asci
 
 
 def gather(b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray | None = None) -> pa.StringArray:
-    """Byte spans ``b[starts[i]:ends[i]]`` as one string array.
-
-    Spans in increasing order that do not overlap (the common case: tokens in text
-    order) are cut by Arrow: the whole buffer viewed as alternating gap/span strings,
-    then every second one taken (a memcpy per span). Others take a numpy gather.
-    """
+    """Byte spans ``b[starts[i]:ends[i]]`` as one string array (null where ``valid`` is
+    false), copied by one compiled loop (:func:`udfs.formats.spans.gather_spans`)."""
     n = len(starts)
-    if n and len(b) < 2**31 - 1:
-        bounds = np.empty(2 * n + 2, dtype=np.int64)
-        bounds[0] = 0
-        bounds[1:-1:2] = starts
-        bounds[2:-1:2] = ends
-        bounds[-1] = len(b)
-        if (np.diff(bounds) >= 0).all():
-            view = pa.StringArray.from_buffers(2 * n + 1, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(b))
-            out = view.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32)))
-            if valid is not None and not valid.all():
-                out = pc.if_else(pa.array(valid), out, pa.nulls(n, pa.string()))
-            return out
-    lens = (ends - starts).astype(np.int64)
-    if valid is not None:
-        lens = np.where(valid, lens, 0)
-    offs = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    total = int(offs[-1])
-    if total:
-        idx = np.repeat(starts.astype(np.int64) - offs[:-1], lens) + np.arange(total, dtype=np.int64)
-        data = b[idx]
-    else:
-        data = np.zeros(0, dtype=np.uint8)
+    offs, data = gather_spans(b, starts, ends, valid)
     validity = None
     null_count = 0
     if valid is not None and not valid.all():
         validity = pa.array(valid, type=pa.bool_()).buffers()[1]
         null_count = int(n - valid.sum())
-    if total < 2**31 - 1:
+    if offs[-1] < 2**31 - 1:
         return pa.StringArray.from_buffers(
             n, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data), validity, null_count
         )
@@ -160,8 +136,6 @@ class Tokens:
     """Stage 1 over the bytes of a batch of valid JSON texts."""
 
     def __init__(self, b: np.ndarray, off: np.ndarray) -> None:
-        from udfs.formats.json_scan import scan_tokens  # numba: compiled on first use
-
         self.b = b
         self.off = off
         # quotes (a string is the pair 2k, 2k+1) and whether each string holds a
@@ -277,7 +251,6 @@ def validate(b: np.ndarray, off: np.ndarray, first: np.ndarray) -> np.ndarray:
     n = len(off) - 1
     if not len(b):
         return np.zeros(n, dtype=bool)
-    body = np.insert(b, off[1:-1], np.uint8(44)) if n > 1 else b
     last = off[1:] - 1
     while True:  # last non-whitespace byte (before ``first``: an empty text)
         m = (last >= first) & IS_WS[b[np.clip(last, 0, len(b) - 1)]]
@@ -286,7 +259,7 @@ def validate(b: np.ndarray, off: np.ndarray, first: np.ndarray) -> np.ndarray:
         last[m] -= 1
     trimmed = np.maximum(last + 1 - first, 0)
     try:
-        raws = RAW_LIST.decode(b"[" + body.tobytes() + b"]")
+        raws = RAW_LIST.decode(json_array_of(b, off))
         if len(raws) == n:
             lens = np.fromiter(map(len, raws), dtype=np.int64, count=n)
             if np.array_equal(lens, trimmed):
@@ -1208,7 +1181,6 @@ def cut_known_schemas(
     if not len(cand):
         return b, off, first, sid
     p0 = skip_ws(b, first[cand] + k)
-    data = b.tobytes()
     ends = off[1:][cand]
     left = np.ones(len(cand), dtype=bool)
     length = np.zeros(n, dtype=np.int64)
@@ -1220,32 +1192,20 @@ def cut_known_schemas(
             continue
         m = m[b[p0[m]] == text[0]]
         m = m[b[p0[m] + size - 1] == text[-1]]
-        m = m[b[p0[m] + size // 2] == text[size // 2]]
-        for c in m.tolist():
-            if data.startswith(text, int(p0[c])):
-                left[c] = False
-                r = cand[c]
-                sid[r] = i
-                length[r] = size
-                start_of[r] = p0[c]
+        m = m[starts_with_at(b, p0[m], text)]
+        left[m] = False
+        r = cand[m]
+        sid[r] = i
+        length[r] = size
+        start_of[r] = p0[m]
     hit = sid >= 0
     if not hit.any():
         return b, off, first, sid
-    # spans: [record start, schema start + 1) and [schema end - 1, record end)
+    # two spans a record: [record start, schema start + 1) and [schema end - 1, record end)
     rs, re = off[:-1], off[1:]
     a_end = np.where(hit, start_of + 1, re)
     b_start = np.where(hit, start_of + length - 1, re)
-    lens1 = a_end - rs
-    lens2 = re - b_start
-    lens = np.stack((lens1, lens2), axis=1).ravel()
-    offs = np.zeros(2 * n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offs[1:])
-    mv = memoryview(data)
-    pieces = []
-    for a0, a1, b0, b1 in zip(rs.tolist(), a_end.tolist(), b_start.tolist(), re.tolist(), strict=True):
-        pieces.append(mv[a0:a1])
-        pieces.append(mv[b0:b1])
-    nb = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    offs, nb = gather_spans(b, np.stack((rs, b_start), axis=1).ravel(), np.stack((a_end, re), axis=1).ravel())
     noff = offs[::2].copy()
     nfirst = first - off[:-1] + noff[:-1]
     return nb, noff, nfirst, sid
