@@ -10,7 +10,7 @@ object per column value, and hands every record it cannot do exactly to
   schema cache (a schema text seen before cut out of its record, each parsed once);
 * :class:`Tokens`: quotes, escapes and structural characters of the batch, each
   colon's enclosing object, name and value span (one compiled pass over the bytes:
-  :mod:`udfs.formats.json_scan`); ``values`` / ``texts``: a value's kind, span and canonical
+  :mod:`udfs.formats.compiled`); ``values`` / ``texts``: a value's kind, span and canonical
   text (``canonical_text``: ``-0`` as ``0``, a fraction's literal, escapes undone);
 * :func:`slots` / :func:`field_values`: the fields of the objects a format reads;
   :func:`row_entries`: the entries of its row objects; :class:`Images`: the before and
@@ -48,8 +48,7 @@ from udfs.decode import (
     partition_name_bytes,
     table_id_for,
 )
-from udfs.formats.json_scan import scan_tokens
-from udfs.formats.spans import gather_spans, json_array_of, starts_with_at
+from udfs.formats.compiled import gather_spans, json_array_of, scan_tokens, starts_with_at, string_texts
 
 _LOG = logging.getLogger(__name__)
 #: formats whose columnar decoder failed in this worker (warned once each)
@@ -84,7 +83,6 @@ K_ABSENT, K_STR, K_INT, K_FRAC, K_TRUE, K_FALSE, K_NULL, K_OBJ, K_ARR = range(9)
 
 RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 RAW_ONE = msgspec.json.Decoder(msgspec.Raw)
-STR_LIST = msgspec.json.Decoder(list[str])
 encode_json_str = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False) writes for a str
 
 # ----------------------------------------------------------------------------- helpers
@@ -92,9 +90,13 @@ encode_json_str = json.encoder.encode_basestring  # what JSONEncoder(ensure_asci
 
 def gather(b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray | None = None) -> pa.StringArray:
     """Byte spans ``b[starts[i]:ends[i]]`` as one string array (null where ``valid`` is
-    false), copied by one compiled loop (:func:`udfs.formats.spans.gather_spans`)."""
-    n = len(starts)
-    offs, data = gather_spans(b, starts, ends, valid)
+    false), copied by one compiled loop (:func:`udfs.formats.compiled.gather_spans`)."""
+    return string_array(*gather_spans(b, starts, ends, valid), valid)
+
+
+def string_array(offs: np.ndarray, data: np.ndarray, valid: np.ndarray | None = None) -> pa.StringArray:
+    """A string array of int64 offsets and UTF-8 data (null where ``valid`` is false)."""
+    n = len(offs) - 1
     validity = None
     null_count = 0
     if valid is not None and not valid.all():
@@ -142,7 +144,7 @@ class Tokens:
         # backslash; the structural characters outside strings, their class and level
         # (the depth of the container a token is in; openers: the one they open); every
         # colon, its enclosing object's opener and its record; per colon, its name's and
-        # its value's span (see udfs.formats.json_scan)
+        # its value's span (see udfs.formats.compiled)
         (
             self.qpos,
             self.str_bs,
@@ -201,35 +203,26 @@ class Tokens:
 
     def texts(self, v: dict[str, np.ndarray], need_esc: bool = False) -> tuple[pa.Array, pa.Array | None, int]:
         """Canonical text of scalar values (null for null/absent/containers) and, with
-        ``need_esc``, its JSON-escaped inner text; and how many needed unescaping."""
+        ``need_esc``, its JSON-escaped inner text (as ``json.dumps`` writes it); and how
+        many needed unescaping. Both by one compiled pass each
+        (:func:`udfs.formats.compiled.string_texts`)."""
         kind, bs = v["kind"], v["bs"]
         scalar = (kind == K_STR) | (kind == K_INT) | (kind == K_FRAC) | (kind == K_TRUE) | (kind == K_FALSE)
-        plain = scalar & ~bs
-        text = gather(self.b, v["start"], v["end"], plain | (scalar & bs))
+        n_bs = int(bs.sum())
+        text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=False), scalar)
+        esc = None
+        if need_esc:
+            esc = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=True), scalar)
+            esc = esc if n_bs else text
         is_int = kind == K_INT
         if is_int.any():
             minus0 = is_int & np.asarray(
                 pc.fill_null(pc.equal(text, "-0"), False).to_numpy(zero_copy_only=False), dtype=bool
             )
             if minus0.any():
-                text = pc.replace_with_mask(text, pa.array(minus0), pa.array(["0"] * int(minus0.sum())))
-        esc = text if need_esc else None
-        n_bs = int(bs.sum())
-        if n_bs:
-            quoted = gather(self.b, v["start"][bs] - 1, v["end"][bs] + 1)
-            joined = join_lists(np.array([0, n_bs]), quoted, ",")[0].as_buffer()
-            unescaped = STR_LIST.decode(b"[" + joined.to_pybytes() + b"]")
-            if need_esc:
-                # JSON's two-character escapes are the ones json.dumps writes, so the
-                # source text is already the canonical escaped text, unless it holds a
-                # \uXXXX or a \/ (then the Python encoder writes it)
-                raw = gather(self.b, v["start"][bs], v["end"][bs])
-                odd = np.asarray(pc.match_substring_regex(raw, r"\\[u/]").to_numpy(zero_copy_only=False), dtype=bool)
-                if odd.any():
-                    fixed = [encode_json_str(unescaped[i])[1:-1] for i in np.flatnonzero(odd).tolist()]
-                    raw = pc.replace_with_mask(raw, pa.array(odd), pa.array(fixed, type=pa.string()))
-                esc = pc.replace_with_mask(esc, pa.array(bs), raw)
-            text = pc.replace_with_mask(text, pa.array(bs), pa.array(unescaped, type=pa.string()))
+                zeros = pa.array(["0"] * int(minus0.sum()))
+                text = pc.replace_with_mask(text, pa.array(minus0), zeros)
+                esc = None if esc is None else pc.replace_with_mask(esc, pa.array(minus0), zeros)
         return text, esc, n_bs
 
 

@@ -14,7 +14,7 @@ as Arrow) for the whole batch. ``cdc_decode`` runs it on the rows of every
 1. **validation**: the batch is joined into one JSON array (Arrow/numpy) and parsed by
    msgspec into one ``Raw`` per record (one C call; a record's Raw must span exactly its
    line). A batch that fails is validated record by record. Invalid records fall back.
-2. **tokens** (one compiled pass over the batch's bytes, :mod:`udfs.formats.json_scan`):
+2. **tokens** (one compiled pass over the batch's bytes, :mod:`udfs.formats.compiled`):
    unescaped quotes, the structural characters outside strings, their depth and
    enclosing object; every
    ``"key":`` of the objects the decoder reads (top, payload, source, before, after),

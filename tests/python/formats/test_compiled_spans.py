@@ -1,4 +1,4 @@
-"""The compiled byte-span loops (``udfs.formats.spans``) against plain Python slicing."""
+"""The compiled byte-span loops of ``udfs.formats.compiled`` against plain Python slicing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from udfs.formats.columnar import buffers, gather, skip_ws, validate
-from udfs.formats.spans import gather_spans, json_array_of, starts_with_at
+from udfs.formats.compiled import gather_spans, json_array_of, starts_with_at
 
 
 def as_bytes(data: bytes) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The compiled tokenizer (``udfs.formats.json_scan``) against a reference written the
+"""The compiled tokenizer (``udfs.formats.compiled``) against a reference written the
 other way: numpy over the whole batch (the columnar decoders' tokenizer before it was
 compiled), on hand-written texts and on random JSON (hypothesis)."""
 
@@ -31,6 +31,7 @@ from udfs.formats.columnar import (
     Tokens,
     buffers,
 )
+from udfs.formats.compiled import string_texts
 
 
 def reference_tokens(b: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:
@@ -182,3 +183,77 @@ _values = st.recursive(
 def test_random_json_matches_the_reference(docs: list[dict], separators: tuple[str, str], ascii_only: bool) -> None:
     texts = [json.dumps(d, separators=separators, ensure_ascii=ascii_only) for d in docs]
     assert_same_tokens(texts)
+
+
+# ----------------------------------------------------------------------------- string values
+
+_TWO_CHAR = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "/": "\\/"}
+
+
+def _u_escape(ch: str, upper: bool) -> str:
+    units = ch.encode("utf-16-be")
+    hexes = [units[i : i + 2].hex() for i in range(0, len(units), 2)]
+    return "".join("\\u" + (h.upper() if upper else h) for h in hexes)
+
+
+@st.composite
+def escaped_json_strings(draw: st.DrawFn) -> tuple[str, str]:
+    """(a string, a JSON string body for it as some producer may write it: each character
+    literal where JSON allows, a two-character escape, ``\\/`` or ``\\uXXXX`` in either case)."""
+    text = draw(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12))
+    body = []
+    for ch in text:
+        ways = ["u", "U"]
+        if ch in _TWO_CHAR:
+            ways.append("two")
+        if ch >= " " and ch not in '"\\':
+            ways.append("literal")
+        way = draw(st.sampled_from(ways))
+        body.append(ch if way == "literal" else _TWO_CHAR[ch] if way == "two" else _u_escape(ch, way == "U"))
+    return text, "".join(body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(escaped_json_strings(), max_size=6), st.lists(st.booleans(), min_size=6, max_size=6))
+def test_string_values_unescaped_and_canonical(strings: list[tuple[str, str]], valid: list[bool]) -> None:
+    raw = [body.encode() for _, body in strings]
+    b = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    ends = np.cumsum([len(r) for r in raw], dtype=np.int64)
+    starts = ends - [len(r) for r in raw]
+    valid_ = np.array(valid[: len(raw)], dtype=bool)
+    escaped = np.array([b"\\" in r for r in raw], dtype=bool)
+    for canonical, expected in (
+        (False, [s for s, _ in strings]),
+        (True, [json.dumps(s, ensure_ascii=False)[1:-1] for s, _ in strings]),
+    ):
+        offs, data = string_texts(b, starts, ends, valid_, escaped, canonical=canonical)
+        got = [bytes(data[offs[i] : offs[i + 1]]).decode() for i in range(len(raw))]
+        assert got == [e if v else "" for e, v in zip(expected, valid_, strict=True)]
+    # and as the JSON parser reads them
+    assert [json.loads(f'"{body}"') for _, body in strings] == [s for s, _ in strings]
+
+
+def test_string_values_spelled_out() -> None:
+    body = b'a\\/b\\u00e9\\ud83d\\ude00\\u0001\\n\\"\\\\\\u2028'
+    b = np.frombuffer(body, dtype=np.uint8)
+    one = (b, np.array([0]), np.array([len(body)]), np.array([True]), np.array([True]))
+    offs, data = string_texts(*one, canonical=False)
+    assert bytes(data).decode() == 'a/b\u00e9\U0001f600\x01\n"\\\u2028'
+    offs, data = string_texts(*one, canonical=True)
+    assert bytes(data).decode() == 'a/b\u00e9\U0001f600\\u0001\\n\\"\\\\\u2028'
+
+
+def test_compiled_constants_are_the_columnar_ones() -> None:
+    # numba reads module constants at compile time; the two modules spell them apart
+    from udfs.formats import columnar, compiled
+
+    assert [compiled._OPEN_OBJ, compiled._CLOSE_OBJ, compiled._OPEN_ARR, compiled._CLOSE_ARR, compiled._COLON] == [
+        OPEN_OBJ,
+        CLOSE_OBJ,
+        OPEN_ARR,
+        CLOSE_ARR,
+        COLON,
+    ]
+    kinds = ["STR", "INT", "FRAC", "TRUE", "FALSE", "NULL", "OBJ", "ARR"]
+    assert [getattr(compiled, f"_K_{k}") for k in kinds] == [getattr(columnar, f"K_{k}") for k in kinds]
+    assert np.array_equal(compiled._IS_STRUCT > 0, columnar.STRUCT_CLASS > 0)
