@@ -38,4 +38,10 @@ if [ "$(cat .venv/.cdc-setup 2>/dev/null)" != "$stamp" ]; then
     fi
     echo "$stamp" > .venv/.cdc-setup
 fi
+# The decoders' compiled loops (numba): compiled once into udfs/formats/__pycache__,
+# so no Spark task pays it (a second or so when the cache is already there).
+if ! .venv/bin/python -c "from udfs.formats.compiled import warm_up; warm_up()"; then
+    echo "setup: compiling the decoders' loops (numba) failed" >&2
+    exit 1
+fi
 echo "setup: ready (.venv/bin/cdc)"

@@ -420,3 +420,24 @@ def string_texts(
         np.ascontiguousarray(escaped, dtype=np.bool_),
         canonical,
     )
+
+
+def warm_up() -> None:
+    """Compile every loop for the array types the decoders pass (a batch's bytes read
+    only, as Arrow holds them, or writable, as a cut batch is), so the cache is full
+    before the first Spark task: ``scripts/setup.sh`` runs it (about 15 s once; a
+    Python worker that finds the cache loads the loops in a fraction of a second)."""
+    text = b'{"a": "x\\u00e9\\n", "b": [1, -2.5e3, true, null]}'
+    writable = np.frombuffer(text, dtype=np.uint8).copy()
+    read_only = np.frombuffer(text, dtype=np.uint8)
+    off = np.array([0, len(text)], dtype=np.int64)
+    for b in (read_only, writable):
+        tokens = scan_tokens(b, off)
+        starts, ends = tokens[-3], tokens[-2]
+        every = np.ones(len(starts), dtype=np.bool_)
+        for canonical in (False, True):
+            string_texts(b, starts, ends, every, tokens[-1], canonical)
+        gather_spans(b, starts, ends)
+        gather_spans(b, starts, ends, every)
+        json_array_of(b, off)
+        starts_with_at(b, starts, b'"a"')
