@@ -196,7 +196,19 @@ def _git() -> dict[str, Any]:
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    return {n: version(n) for n in ("pyspark", "pyarrow", "pandas", "orjson", "dbt-core", "dbt-spark", "matplotlib")}
+    names = (
+        "pyspark",
+        "pyarrow",
+        "pandas",
+        "numpy",
+        "numba",
+        "msgspec",
+        "orjson",
+        "dbt-core",
+        "dbt-spark",
+        "matplotlib",
+    )
+    return {n: version(n) for n in names}
 
 
 def _progress(d: dict[str, Any]) -> str:
@@ -266,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     warehouse = work / "warehouse"
     code, code_digest = snapshot_code(work)
     load_harness()
+    from udfs.formats.compiled import warm_up
+
+    warm_up()  # the copy's numba cache filled before the Python workers start, so no timed run compiles
     git_at_snapshot = _git()  # the commit the copied code came from (the tree may move on during the run)
 
     from bench.memory import MemorySampler

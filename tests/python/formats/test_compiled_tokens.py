@@ -257,3 +257,15 @@ def test_compiled_constants_are_the_columnar_ones() -> None:
     kinds = ["STR", "INT", "FRAC", "TRUE", "FALSE", "NULL", "OBJ", "ARR"]
     assert [getattr(compiled, f"_K_{k}") for k in kinds] == [getattr(columnar, f"K_{k}") for k in kinds]
     assert np.array_equal(compiled._IS_STRUCT > 0, columnar.STRUCT_CLASS > 0)
+
+
+def test_escaped_control_characters_written_as_json_dumps_writes_them() -> None:
+    # every control character json.dumps names, and one it does not, sent as \u escapes
+    body = b"\\u0008\\u000c\\u000A\\u000d\\u0009\\u001f\\u0022\\u005C\\u007f"
+    b = np.frombuffer(body, dtype=np.uint8)
+    one = (b, np.array([0]), np.array([len(body)]), np.array([True]), np.array([True]))
+    text = '\b\f\n\r\t\x1f"\\\x7f'
+    offs, data = string_texts(*one, canonical=False)
+    assert bytes(data).decode() == text
+    offs, data = string_texts(*one, canonical=True)
+    assert bytes(data).decode() == json.dumps(text, ensure_ascii=False)[1:-1] == '\\b\\f\\n\\r\\t\\u001f\\"\\\\\x7f'
