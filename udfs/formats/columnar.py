@@ -211,9 +211,10 @@ class Tokens:
         n_bs = int(bs.sum())
         text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=False), scalar)
         esc = None
-        if need_esc:
-            esc = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=True), scalar)
-            esc = esc if n_bs else text
+        if need_esc:  # where no string holds a backslash, the source text is already it
+            esc = text
+            if n_bs:
+                esc = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=True), scalar)
         is_int = kind == K_INT
         if is_int.any():
             minus0 = is_int & np.asarray(
