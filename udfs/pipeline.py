@@ -184,6 +184,9 @@ def remove_orphan_table_dirs(spark: Any, config: Config) -> list[Path]:
     the directory behind without a metastore entry, and Spark then refuses to create
     that table again (``LOCATION_ALREADY_EXISTS``). Such a directory holds nothing that
     was committed: every table the pipeline keeps is registered before a run finishes.
+    A run killed while it created the schema itself can leave the schema's directory
+    without the schema in the metastore: then no table under it is registered, and
+    every table directory there is an orphan.
     """
     import shutil
 
@@ -193,7 +196,11 @@ def remove_orphan_table_dirs(spark: Any, config: Config) -> list[Path]:
         db_dir = root / f"{schema.lower()}.db"
         if not db_dir.is_dir():
             continue
-        tables = {r.tableName.lower() for r in spark.sql(f"show tables in `{schema}`").collect() if not r.isTemporary}
+        tables = set()
+        if spark.catalog.databaseExists(schema):
+            tables = {
+                r.tableName.lower() for r in spark.sql(f"show tables in `{schema}`").collect() if not r.isTemporary
+            }
         for child in db_dir.iterdir():
             if child.is_dir() and not child.name.startswith((".", "_")) and child.name.lower() not in tables:
                 shutil.rmtree(child)
