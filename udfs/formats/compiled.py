@@ -22,13 +22,58 @@ read past the batch on other input, but their result is then meaningless.
 
 from __future__ import annotations
 
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from numba import config as numba_config
 from numba import njit
+
+#: the loops compile in every process: no writable cache folder (see :func:`_compiled`)
+UNCACHED: list[str] = []
+
+
+def _compiled(**options: Any) -> Callable[[Callable], Any]:
+    """``njit`` with its cache and without the GIL.
+
+    numba refuses to decorate a function with ``cache=True`` when it finds no writable
+    cache folder: not the package's ``__pycache__`` (a read-only install) and not the
+    user's cache folder (a service user without a home, as on some cluster executors).
+    The decoders must not fail to import there, so the cache moves to the temp folder,
+    per user (numba's ``CACHE_DIR``, which then serves every numba cache of the
+    process); where even that is read-only, the loops compile in every process, with
+    one warning."""
+
+    def decorate(fn: Callable) -> Any:
+        for attempt in range(2):
+            try:
+                return njit(cache=True, nogil=True, **options)(fn)
+            except RuntimeError as exc:  # "cannot cache function ...: no locator available"
+                if "no locator" not in str(exc):
+                    raise
+            if attempt or numba_config.CACHE_DIR:
+                break
+            numba_config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"cdc-numba-cache-{os.getuid()}")
+        if not UNCACHED:
+            warnings.warn(
+                f"udfs.formats.compiled: no writable cache folder (numba's cache dir: "
+                f"{numba_config.CACHE_DIR!r}); the decoders' loops compile in every process",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        UNCACHED.append(fn.__name__)
+        return njit(nogil=True, **options)(fn)
+
+    return decorate
+
 
 # ----------------------------------------------------------------------------- byte spans
 
 
-@njit(cache=True, nogil=True, inline="always")
+@_compiled(inline="always")
 def _copy(b, s, e, out, o):  # pragma: no cover - compiled
     """``b[s:e]`` at ``out[o:]`` (a loop for a few bytes, a memcpy for more); the next ``o``."""
     size = e - s
@@ -40,7 +85,7 @@ def _copy(b, s, e, out, o):  # pragma: no cover - compiled
     return o + size
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _gather(b, starts, ends, valid, use_valid):  # pragma: no cover - compiled
     n = len(starts)
     offs = np.empty(n + 1, dtype=np.int64)
@@ -68,7 +113,7 @@ def gather_spans(
     return _gather(b, starts, ends, np.ascontiguousarray(valid, dtype=np.bool_), True)
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _json_array(b, off):  # pragma: no cover - compiled
     n = len(off) - 1
     size = len(b) + 2 + max(n - 1, 0)
@@ -91,7 +136,7 @@ def json_array_of(b: np.ndarray, off: np.ndarray) -> np.ndarray:
     return _json_array(b, np.ascontiguousarray(off, dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _starts_with(b, starts, text):  # pragma: no cover - compiled
     out = np.zeros(len(starts), dtype=np.bool_)
     size = len(text)
@@ -121,7 +166,7 @@ _IS_STRUCT = np.zeros(256, dtype=np.int64)
 _IS_STRUCT[list(b"{}[]:,")] = 1
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _counts(b: np.ndarray, is_struct: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
     """Upper bounds: quotes, and structural characters (inside strings or not)."""
     nq = 0
@@ -133,7 +178,7 @@ def _counts(b: np.ndarray, is_struct: np.ndarray) -> tuple[int, int]:  # pragma:
     return nq, ns
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _scan(b: np.ndarray, off: np.ndarray, nq: int, ns: int):  # pragma: no cover - compiled
     qpos = np.empty(nq, dtype=np.int64)
     str_bs = np.zeros(nq // 2 + 1, dtype=np.bool_)
@@ -286,7 +331,7 @@ def scan_tokens(b: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, ...]:
 # ----------------------------------------------------------------------------- string values
 
 
-@njit(cache=True, nogil=True, inline="always")
+@_compiled(inline="always")
 def _hex4(b, i):  # pragma: no cover - compiled
     v = 0
     for k in range(4):
@@ -301,7 +346,7 @@ def _hex4(b, i):  # pragma: no cover - compiled
     return v
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _emit_code_point(cp, out, o, canonical):  # pragma: no cover - compiled
     """``cp`` at ``out[o:]`` as UTF-8, or (``canonical``) as ``json.dumps(ensure_ascii=False)``
     writes it inside a string: ``\\"``, ``\\\\``, the two-character escapes, ``\\u00xx`` for
@@ -341,7 +386,7 @@ def _emit_code_point(cp, out, o, canonical):  # pragma: no cover - compiled
     return o + 4
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _emit_string(b, s, e, out, o, canonical):  # pragma: no cover - compiled
     """The escaped string body ``b[s:e]`` unescaped (or made canonical) at ``out[o:]``;
     the runs between backslashes copied as they are. Returns the next ``o``."""
@@ -378,7 +423,7 @@ def _emit_string(b, s, e, out, o, canonical):  # pragma: no cover - compiled
     return o
 
 
-@njit(cache=True, nogil=True)
+@_compiled()
 def _string_texts(b, starts, ends, valid, escaped, canonical):  # pragma: no cover - compiled
     n = len(starts)
     offs = np.empty(n + 1, dtype=np.int64)
