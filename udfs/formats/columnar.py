@@ -48,7 +48,14 @@ from udfs.decode import (
     partition_name_bytes,
     table_id_for,
 )
-from udfs.formats.compiled import gather_spans, json_array_of, scan_tokens, starts_with_at, string_texts
+from udfs.formats.compiled import (
+    event_texts,
+    gather_spans,
+    json_array_of,
+    scan_tokens,
+    starts_with_at,
+    string_texts,
+)
 
 _LOG = logging.getLogger(__name__)
 #: formats whose columnar decoder failed in this worker (warned once each)
@@ -268,6 +275,11 @@ def validate(b: np.ndarray, off: np.ndarray, first: np.ndarray) -> np.ndarray:
         except msgspec.DecodeError:
             pass
     return out
+
+
+def valid_of(arr: pa.Array) -> np.ndarray:
+    """Which values of ``arr`` are not null, as numpy."""
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def buffers(texts: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
@@ -984,42 +996,36 @@ def assemble(
         sort_keys=[("r", "ascending"), ("n", "ascending")],
     )
 
-    # every provided value as JSON (the text quoted and escaped, or null)
-    vj = pc.coalesce(cat('"', esc_k, '"'), "null")
+    # the key's compact JSON: every value quoted and escaped, or null
     k_vj = pc.coalesce(cat('"', k_esc, '"'), "null")
     kent = cat('"', k_names.take(ksort), '":', k_vj.take(ksort))
     key_text = cat("{", join_lists(k_off, kent, ","), "}")
 
     tick("event_id")
     # --- event id: json.dumps([table_id, key_text, op, seq, before, before_cols, after, after_cols, None])
-    # both images at once: entries sorted by name within each image (sort_keys), the
-    # column lists in their order; image 2r is record r's before, 2r+1 its after
+    # written by one compiled loop; both images at once: entries sorted by name within
+    # each image (sort_keys), the column lists in their order; image 2r is record r's
+    # before, 2r+1 its after
     so = np.lexsort((rk, img_k))
-    ent = cat('"', names_k, '": ', vj).take(pa.array(so))
-    objs = cat("{", join_lists(img_off, ent, ", "), "}")
-    cls_ = cat("[", join_lists(img_off, cat('"', names_k, '"'), ", "), "]")
-    pres_all = pa.array(np.stack((pres_b, pres_a), axis=1).ravel())
-    objs = pc.if_else(pres_all, objs, "null")
-    cls_ = pc.if_else(pres_all, cls_, "null")
-    even = pa.array(np.arange(0, 2 * nk, 2, dtype=np.int32))
-    odd = pa.array(np.arange(1, 2 * nk, 2, dtype=np.int32))
-    bj, aj = objs.take(even), objs.take(odd)
-    bcj, acj = cls_.take(even), cls_.take(odd)
-    tids_json = pa.array([encode_json_str(t) for t in tids], type=pa.string())
-    tid_j = pa.DictionaryArray.from_arrays(pa.array(inv[kidx].astype(np.int32)), tids_json).cast(pa.string())
-    kt_j = pc.replace_substring(pc.replace_substring(key_text, "\\", "\\\\"), '"', '\\"')
     seq_k = seq.take(pa.array(kidx))
-    seq_j = pc.if_else(seq_k.is_null(), "null", cat('"', seq_k.fill_null(""), '"'))
     op_k = op_arr.take(pa.array(kidx))
-    ident = cat(
-        "[", tid_j, ', "', kt_j, '", "', op_k, '", ', seq_j, ", ", bj, ", ", bcj, ", ", aj, ", ", acj, ", null]"
+    tids_json = pa.array([encode_json_str(t) for t in tids], type=pa.string())
+    ioff, idata = event_texts(
+        buffers(tids_json),
+        inv[kidx],
+        buffers(key_text),
+        (*buffers(op_k), valid_of(op_k)),
+        (*buffers(seq_k), valid_of(seq_k)),
+        buffers(names_k),
+        (*buffers(esc_k), valid_of(esc_k)),
+        so,
+        img_off,
+        np.stack((pres_b, pres_a), axis=1).ravel(),
     )
-    if ident.offset:
-        ident = pa.concat_arrays([ident])
-    ioff = np.frombuffer(ident.buffers()[1], dtype=np.int32)[: nk + 1].tolist()
-    mv = memoryview(ident.buffers()[2])
+    o = ioff.tolist()
+    mv = memoryview(idata)
     sha = hashlib.sha256
-    event_id = pa.array([sha(mv[ioff[i] : ioff[i + 1]]).hexdigest()[:32] for i in range(nk)], type=pa.string())
+    event_id = pa.array([sha(mv[o[i] : o[i + 1]]).hexdigest()[:32] for i in range(nk)], type=pa.string())
 
     tick("extras")
     if isinstance(extras, pa.MapArray):  # the format's own, per record
