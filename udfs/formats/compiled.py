@@ -483,6 +483,21 @@ def _put(out, o, src, s, e):  # pragma: no cover - compiled
     return o + e - s
 
 
+@_compiled(inline="always")
+def _put_quoted(out, o, src, s, e):  # pragma: no cover - compiled
+    out[o] = 34
+    o = _put(out, o + 1, src, s, e)
+    out[o] = 34
+    return o + 1
+
+
+@_compiled(inline="always")
+def _put_quoted_or_null(out, o, valid, src, s, e):  # pragma: no cover - compiled
+    if valid:
+        return _put_quoted(out, o, src, s, e)
+    return _put(out, o, _NULL, 0, 4)
+
+
 @_compiled(boundscheck=True)
 def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_o, seq_v, nm_b, nm_o, es_b, es_o, es_v, so, img_off, pres):  # pragma: no cover - compiled  # fmt: skip
     n = len(tid_at)
@@ -520,19 +535,9 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
         out[o] = 34
         o += 1
         o = _put(out, o, comma, 0, 2)
-        out[o] = 34
-        o += 1
-        o = _put(out, o, op_b, op_o[r], op_o[r + 1])
-        out[o] = 34
-        o += 1
+        o = _put_quoted(out, o, op_b, op_o[r], op_o[r + 1])
         o = _put(out, o, comma, 0, 2)
-        if seq_v[r]:
-            out[o] = 34
-            o = _put(out, o + 1, seq_b, seq_o[r], seq_o[r + 1])
-            out[o] = 34
-            o += 1
-        else:
-            o = _put(out, o, null, 0, 4)
+        o = _put_quoted_or_null(out, o, seq_v[r], seq_b, seq_o[r], seq_o[r + 1])
         for img in range(2 * r, 2 * r + 2):
             o = _put(out, o, comma, 0, 2)
             if not pres[img]:
@@ -547,19 +552,10 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
                 if k > img_off[img]:
                     o = _put(out, o, comma, 0, 2)
                 e = so[k]
-                out[o] = 34
-                o = _put(out, o + 1, nm_b, nm_o[e], nm_o[e + 1])
-                out[o] = 34
-                out[o + 1] = 58  # :
-                out[o + 2] = 32
-                o += 3
-                if es_v[e]:
-                    out[o] = 34
-                    o = _put(out, o + 1, es_b, es_o[e], es_o[e + 1])
-                    out[o] = 34
-                    o += 1
-                else:
-                    o = _put(out, o, null, 0, 4)
+                o = _put_quoted(out, o, nm_b, nm_o[e], nm_o[e + 1])
+                out[o] = 58  # :
+                out[o + 1] = 32
+                o = _put_quoted_or_null(out, o + 2, es_v[e], es_b, es_o[e], es_o[e + 1])
             out[o] = 125  # }
             o += 1
             o = _put(out, o, comma, 0, 2)
@@ -569,10 +565,7 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
             for e in range(img_off[img], img_off[img + 1]):
                 if e > img_off[img]:
                     o = _put(out, o, comma, 0, 2)
-                out[o] = 34
-                o = _put(out, o + 1, nm_b, nm_o[e], nm_o[e + 1])
-                out[o] = 34
-                o += 1
+                o = _put_quoted(out, o, nm_b, nm_o[e], nm_o[e + 1])
             out[o] = 93
             o += 1
         o = _put(out, o, comma, 0, 2)
