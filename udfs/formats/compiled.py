@@ -50,13 +50,13 @@ def _compiled(**options: Any) -> Callable[[Callable], Any]:
     one warning."""
 
     def decorate(fn: Callable) -> Any:
-        for attempt in range(2):
+        for _ in range(2):
             try:
                 return njit(cache=True, nogil=True, **options)(fn)
             except RuntimeError as exc:  # "cannot cache function ...: no locator available"
                 if "no locator" not in str(exc):
                     raise
-            if attempt or numba_config.CACHE_DIR:
+            if numba_config.CACHE_DIR:  # set by the user, or already the temp folder
                 break
             numba_config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"cdc-numba-cache-{os.getuid()}")
         if not UNCACHED:
@@ -477,16 +477,9 @@ _NULL = np.frombuffer(b"null", dtype=np.uint8)
 
 
 @_compiled(inline="always")
-def _put(out, o, src, s, e):  # pragma: no cover - compiled
-    for j in range(e - s):  # a loop, not a slice: most texts here are a few bytes
-        out[o + j] = src[s + j]
-    return o + e - s
-
-
-@_compiled(inline="always")
 def _put_quoted(out, o, src, s, e):  # pragma: no cover - compiled
     out[o] = 34
-    o = _put(out, o + 1, src, s, e)
+    o = _copy(src, s, e, out, o + 1)
     out[o] = 34
     return o + 1
 
@@ -495,7 +488,7 @@ def _put_quoted(out, o, src, s, e):  # pragma: no cover - compiled
 def _put_quoted_or_null(out, o, valid, src, s, e):  # pragma: no cover - compiled
     if valid:
         return _put_quoted(out, o, src, s, e)
-    return _put(out, o, _NULL, 0, 4)
+    return _copy(_NULL, 0, 4, out, o)
 
 
 @_compiled(boundscheck=True)
@@ -521,8 +514,8 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
         out[o] = 91  # [
         o += 1
         t = tid_at[r]
-        o = _put(out, o, tid_b, tid_o[t], tid_o[t + 1])
-        o = _put(out, o, comma, 0, 2)
+        o = _copy(tid_b, tid_o[t], tid_o[t + 1], out, o)
+        o = _copy(comma, 0, 2, out, o)
         out[o] = 34
         o += 1
         for i in range(kt_o[r], kt_o[r + 1]):  # the key's text as a JSON string: \\ and " escaped
@@ -534,23 +527,23 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
             o += 1
         out[o] = 34
         o += 1
-        o = _put(out, o, comma, 0, 2)
+        o = _copy(comma, 0, 2, out, o)
         o = _put_quoted(out, o, op_b, op_o[r], op_o[r + 1])
-        o = _put(out, o, comma, 0, 2)
+        o = _copy(comma, 0, 2, out, o)
         o = _put_quoted_or_null(out, o, seq_v[r], seq_b, seq_o[r], seq_o[r + 1])
         for img in range(2 * r, 2 * r + 2):
-            o = _put(out, o, comma, 0, 2)
+            o = _copy(comma, 0, 2, out, o)
             if not pres[img]:
-                o = _put(out, o, null, 0, 4)
-                o = _put(out, o, comma, 0, 2)
-                o = _put(out, o, null, 0, 4)
+                o = _copy(null, 0, 4, out, o)
+                o = _copy(comma, 0, 2, out, o)
+                o = _copy(null, 0, 4, out, o)
                 continue
             # the image as an object, its entries sorted by name (``so``)
             out[o] = 123  # {
             o += 1
             for k in range(img_off[img], img_off[img + 1]):
                 if k > img_off[img]:
-                    o = _put(out, o, comma, 0, 2)
+                    o = _copy(comma, 0, 2, out, o)
                 e = so[k]
                 o = _put_quoted(out, o, nm_b, nm_o[e], nm_o[e + 1])
                 out[o] = 58  # :
@@ -558,18 +551,18 @@ def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_
                 o = _put_quoted_or_null(out, o + 2, es_v[e], es_b, es_o[e], es_o[e + 1])
             out[o] = 125  # }
             o += 1
-            o = _put(out, o, comma, 0, 2)
+            o = _copy(comma, 0, 2, out, o)
             # its columns, in their order
             out[o] = 91
             o += 1
             for e in range(img_off[img], img_off[img + 1]):
                 if e > img_off[img]:
-                    o = _put(out, o, comma, 0, 2)
+                    o = _copy(comma, 0, 2, out, o)
                 o = _put_quoted(out, o, nm_b, nm_o[e], nm_o[e + 1])
             out[o] = 93
             o += 1
-        o = _put(out, o, comma, 0, 2)
-        o = _put(out, o, null, 0, 4)
+        o = _copy(comma, 0, 2, out, o)
+        o = _copy(null, 0, 4, out, o)
         out[o] = 93  # ]
         o += 1
     offs[n] = o
