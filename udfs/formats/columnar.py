@@ -55,6 +55,7 @@ from udfs.formats.compiled import (
     scan_tokens,
     starts_with_at,
     string_texts,
+    string_texts_both,
 )
 
 _LOG = logging.getLogger(__name__)
@@ -211,17 +212,20 @@ class Tokens:
     def texts(self, v: dict[str, np.ndarray], need_esc: bool = False) -> tuple[pa.Array, pa.Array | None, int]:
         """Canonical text of scalar values (null for null/absent/containers) and, with
         ``need_esc``, its JSON-escaped inner text (as ``json.dumps`` writes it); and how
-        many needed unescaping. Both by one compiled pass each
-        (:func:`udfs.formats.compiled.string_texts`)."""
+        many needed unescaping. Both by one compiled pass
+        (:func:`udfs.formats.compiled.string_texts_both`; ``string_texts`` when no
+        string holds a backslash, or without ``need_esc``)."""
         kind, bs = v["kind"], v["bs"]
         scalar = (kind == K_STR) | (kind == K_INT) | (kind == K_FRAC) | (kind == K_TRUE) | (kind == K_FALSE)
         n_bs = int(bs.sum())
-        text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=False), scalar)
         esc = None
-        if need_esc:  # where no string holds a backslash, the source text is already it
-            esc = text
-            if n_bs:
-                esc = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=True), scalar)
+        if need_esc and n_bs:  # both texts from one scan of the escaped strings
+            offs, data, eoffs, edata = string_texts_both(self.b, v["start"], v["end"], scalar, bs)
+            text, esc = string_array(offs, data, scalar), string_array(eoffs, edata, scalar)
+        else:
+            text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=False), scalar)
+            if need_esc:  # no string holds a backslash: the source text is already it
+                esc = text
         is_int = kind == K_INT
         if is_int.any():
             minus0 = is_int & np.asarray(

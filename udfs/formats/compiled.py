@@ -6,7 +6,7 @@ of a batch, where numpy takes a dozen passes and a binary search per token, and 
   (:class:`udfs.formats.columnar.Tokens`): unescaped quotes, structural characters
   outside strings, their depth, each colon's enclosing object, record, name and value;
 * :func:`string_texts`: scalar values as text, strings unescaped or written as
-  ``json.dumps`` writes them;
+  ``json.dumps`` writes them (:func:`string_texts_both`: the two at once);
 * :func:`gather_spans`, :func:`json_array_of`, :func:`starts_with_at`: byte spans copied
   and compared;
 * :func:`event_texts`: each change's event-id text (the canonical JSON of the change
@@ -389,15 +389,18 @@ def _emit_code_point(cp, out, o, canonical):  # pragma: no cover - compiled
 
 
 @_compiled()
-def _emit_string(b, s, e, out, o, canonical):  # pragma: no cover - compiled
-    """The escaped string body ``b[s:e]`` unescaped (or made canonical) at ``out[o:]``;
-    the runs between backslashes copied as they are. Returns the next ``o``."""
+def _emit_string(b, s, e, out, o, canonical, cout, co, both):  # pragma: no cover - compiled
+    """The escaped string body ``b[s:e]`` unescaped (or made canonical) at ``out[o:]``,
+    and with ``both`` made canonical at ``cout[co:]`` too, in the same scan; the runs
+    between backslashes copied as they are. Returns the next ``(o, co)``."""
     i = s
     while i < e:
         j = i
         while j < e and b[j] != 92:
             j += 1
         o = _copy(b, i, j, out, o)
+        if both:
+            co = _copy(b, i, j, cout, co)
         if j >= e:
             break
         d = b[j + 1]
@@ -410,25 +413,37 @@ def _emit_string(b, s, e, out, o, canonical):  # pragma: no cover - compiled
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
             o = _emit_code_point(cp, out, o, canonical)
+            if both:
+                co = _emit_code_point(cp, cout, co, True)
             continue
         i = j + 2
         if d == 47:  # \/ is a plain slash
             out[o] = 47
             o += 1
-        elif canonical:  # \" \\ \b \f \n \r \t: what json.dumps writes
+            if both:
+                cout[co] = 47
+                co += 1
+            continue
+        # \" \\ \b \f \n \r \t: the character, or as json.dumps writes it (as sent)
+        if canonical:
             out[o] = 92
             out[o + 1] = d
             o += 2
         else:
             out[o] = 8 if d == 98 else 12 if d == 102 else 10 if d == 110 else 13 if d == 114 else 9 if d == 116 else d
             o += 1
-    return o
+        if both:
+            cout[co] = 92
+            cout[co + 1] = d
+            co += 2
+    return o, co
 
 
 @_compiled()
-def _string_texts(b, starts, ends, valid, escaped, canonical):  # pragma: no cover - compiled
+def _string_texts(b, starts, ends, valid, escaped, canonical, both):  # pragma: no cover - compiled
     n = len(starts)
     offs = np.empty(n + 1, dtype=np.int64)
+    coffs = np.empty(n + 1 if both else 0, dtype=np.int64)
     bound = 0
     for i in range(n):
         if valid[i]:
@@ -436,18 +451,35 @@ def _string_texts(b, starts, ends, valid, escaped, canonical):  # pragma: no cov
     # neither unescaping nor the canonical form is longer than the escaped text (valid
     # JSON holds no raw control character: msgspec rejects them)
     out = np.empty(bound, dtype=np.uint8)
+    cout = np.empty(bound if both else 0, dtype=np.uint8)
     o = 0
+    co = 0
     for i in range(n):
         offs[i] = o
+        if both:
+            coffs[i] = co
         if not valid[i]:
             continue
         s, e = starts[i], ends[i]
         if escaped[i]:
-            o = _emit_string(b, s, e, out, o, canonical)
+            o, co = _emit_string(b, s, e, out, o, canonical, cout, co, both)
         else:
             o = _copy(b, s, e, out, o)
+            if both:
+                co = _copy(b, s, e, cout, co)
     offs[n] = o
-    return offs, out[:o]
+    if both:
+        coffs[n] = co
+    return offs, out[:o], coffs, cout[:co]
+
+
+def _spans(starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (
+        np.ascontiguousarray(starts, dtype=np.int64),
+        np.ascontiguousarray(ends, dtype=np.int64),
+        np.ascontiguousarray(valid, dtype=np.bool_),
+        np.ascontiguousarray(escaped, dtype=np.bool_),
+    )
 
 
 def string_texts(
@@ -459,14 +491,16 @@ def string_texts(
     ensure_ascii=False)`` writes the string (``\\/`` and ``\\uXXXX`` undone but for the
     characters it escapes). The texts are valid JSON: msgspec validated them, so every
     ``\\u`` escape is 4 hex digits and a surrogate comes in a pair."""
-    return _string_texts(
-        b,
-        np.ascontiguousarray(starts, dtype=np.int64),
-        np.ascontiguousarray(ends, dtype=np.int64),
-        np.ascontiguousarray(valid, dtype=np.bool_),
-        np.ascontiguousarray(escaped, dtype=np.bool_),
-        canonical,
-    )
+    offs, data, _, _ = _string_texts(b, *_spans(starts, ends, valid, escaped), canonical, False)
+    return offs, data
+
+
+def string_texts_both(
+    b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`string_texts` without, then with ``canonical``, in one pass (an escaped
+    string's bytes are scanned once, not twice): the two (offsets, data)."""
+    return _string_texts(b, *_spans(starts, ends, valid, escaped), False, True)
 
 
 # ----------------------------------------------------------------------------- event ids
@@ -633,6 +667,7 @@ def warm_up() -> None:
         every = np.ones(len(starts), dtype=np.bool_)
         for canonical in (False, True):
             string_texts(b, starts, ends, every, tokens[-1], canonical)
+        string_texts_both(b, starts, ends, every, tokens[-1])
         gather_spans(b, starts, ends)
         gather_spans(b, starts, ends, every)
         json_array_of(b, off)

@@ -31,7 +31,7 @@ from udfs.formats.columnar import (
     Tokens,
     buffers,
 )
-from udfs.formats.compiled import string_texts
+from udfs.formats.compiled import string_texts, string_texts_both
 
 
 def reference_tokens(b: np.ndarray, off: np.ndarray) -> dict[str, np.ndarray]:
@@ -229,6 +229,11 @@ def test_string_values_unescaped_and_canonical(strings: list[tuple[str, str]], v
         offs, data = string_texts(b, starts, ends, valid_, escaped, canonical=canonical)
         got = [bytes(data[offs[i] : offs[i + 1]]).decode() for i in range(len(raw))]
         assert got == [e if v else "" for e, v in zip(expected, valid_, strict=True)]
+    # the two at once: the same texts, each escaped string scanned once
+    both = string_texts_both(b, starts, ends, valid_, escaped)
+    for offs, data, canonical in ((*both[:2], False), (*both[2:], True)):
+        alone = string_texts(b, starts, ends, valid_, escaped, canonical=canonical)
+        assert np.array_equal(offs, alone[0]) and bytes(data) == bytes(alone[1])
     # and as the JSON parser reads them
     assert [json.loads(f'"{body}"') for _, body in strings] == [s for s, _ in strings]
 
@@ -241,6 +246,9 @@ def test_string_values_spelled_out() -> None:
     assert bytes(data).decode() == 'a/b\u00e9\U0001f600\x01\n"\\\u2028'
     offs, data = string_texts(*one, canonical=True)
     assert bytes(data).decode() == 'a/b\u00e9\U0001f600\\u0001\\n\\"\\\\\u2028'
+    offs, data, coffs, cdata = string_texts_both(*one)
+    assert bytes(data).decode() == 'a/b\u00e9\U0001f600\x01\n"\\\u2028'
+    assert bytes(cdata).decode() == 'a/b\u00e9\U0001f600\\u0001\\n\\"\\\\\u2028'
 
 
 def test_compiled_constants_are_the_columnar_ones() -> None:
@@ -269,3 +277,5 @@ def test_escaped_control_characters_written_as_json_dumps_writes_them() -> None:
     assert bytes(data).decode() == text
     offs, data = string_texts(*one, canonical=True)
     assert bytes(data).decode() == json.dumps(text, ensure_ascii=False)[1:-1] == '\\b\\f\\n\\r\\t\\u001f\\"\\\\\x7f'
+    _, data, _, cdata = string_texts_both(*one)
+    assert (bytes(data).decode(), bytes(cdata).decode()) == (text, json.dumps(text, ensure_ascii=False)[1:-1])
