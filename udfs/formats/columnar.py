@@ -223,7 +223,7 @@ class Tokens:
             offs, data, eoffs, edata = string_texts_both(self.b, v["start"], v["end"], scalar, bs)
             text, esc = string_array(offs, data, scalar), string_array(eoffs, edata, scalar)
         else:
-            text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs, canonical=False), scalar)
+            text = string_array(*string_texts(self.b, v["start"], v["end"], scalar, bs), scalar)
             if need_esc:  # no string holds a backslash: the source text is already it
                 esc = text
         is_int = kind == K_INT

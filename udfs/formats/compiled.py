@@ -5,8 +5,8 @@ of a batch, where numpy takes a dozen passes and a binary search per token, and 
 * :func:`scan_tokens`: the JSON tokens of a batch of valid texts
   (:class:`udfs.formats.columnar.Tokens`): unescaped quotes, structural characters
   outside strings, their depth, each colon's enclosing object, record, name and value;
-* :func:`string_texts`: scalar values as text, strings unescaped or written as
-  ``json.dumps`` writes them (:func:`string_texts_both`: the two at once);
+* :func:`string_texts`: scalar values as text, strings unescaped (and with
+  :func:`string_texts_both`, in the same pass, written as ``json.dumps`` writes them);
 * :func:`gather_spans`, :func:`json_array_of`, :func:`starts_with_at`: byte spans copied
   and compared;
 * :func:`event_texts`: each change's event-id text (the canonical JSON of the change
@@ -389,10 +389,10 @@ def _emit_code_point(cp, out, o, canonical):  # pragma: no cover - compiled
 
 
 @_compiled()
-def _emit_string(b, s, e, out, o, canonical, cout, co, both):  # pragma: no cover - compiled
-    """The escaped string body ``b[s:e]`` unescaped (or made canonical) at ``out[o:]``,
-    and with ``both`` made canonical at ``cout[co:]`` too, in the same scan; the runs
-    between backslashes copied as they are. Returns the next ``(o, co)``."""
+def _emit_string(b, s, e, out, o, cout, co, both):  # pragma: no cover - compiled
+    """The escaped string body ``b[s:e]`` unescaped at ``out[o:]``, and with ``both``
+    made canonical at ``cout[co:]`` too, in the same scan; the runs between backslashes
+    copied as they are. Returns the next ``(o, co)``."""
     i = s
     while i < e:
         j = i
@@ -412,7 +412,7 @@ def _emit_string(b, s, e, out, o, canonical, cout, co, both):  # pragma: no cove
                 if 0xDC00 <= low < 0xE000:
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
-            o = _emit_code_point(cp, out, o, canonical)
+            o = _emit_code_point(cp, out, o, False)
             if both:
                 co = _emit_code_point(cp, cout, co, True)
             continue
@@ -424,14 +424,9 @@ def _emit_string(b, s, e, out, o, canonical, cout, co, both):  # pragma: no cove
                 cout[co] = 47
                 co += 1
             continue
-        # \" \\ \b \f \n \r \t: the character, or as json.dumps writes it (as sent)
-        if canonical:
-            out[o] = 92
-            out[o + 1] = d
-            o += 2
-        else:
-            out[o] = 8 if d == 98 else 12 if d == 102 else 10 if d == 110 else 13 if d == 114 else 9 if d == 116 else d
-            o += 1
+        # \" \\ \b \f \n \r \t: the character; canonical, as sent (json.dumps writes it so)
+        out[o] = 8 if d == 98 else 12 if d == 102 else 10 if d == 110 else 13 if d == 114 else 9 if d == 116 else d
+        o += 1
         if both:
             cout[co] = 92
             cout[co + 1] = d
@@ -440,7 +435,7 @@ def _emit_string(b, s, e, out, o, canonical, cout, co, both):  # pragma: no cove
 
 
 @_compiled()
-def _string_texts(b, starts, ends, valid, escaped, canonical, both):  # pragma: no cover - compiled
+def _string_texts(b, starts, ends, valid, escaped, both):  # pragma: no cover - compiled
     n = len(starts)
     offs = np.empty(n + 1, dtype=np.int64)
     coffs = np.empty(n + 1 if both else 0, dtype=np.int64)
@@ -462,7 +457,7 @@ def _string_texts(b, starts, ends, valid, escaped, canonical, both):  # pragma: 
             continue
         s, e = starts[i], ends[i]
         if escaped[i]:
-            o, co = _emit_string(b, s, e, out, o, canonical, cout, co, both)
+            o, co = _emit_string(b, s, e, out, o, cout, co, both)
         else:
             o = _copy(b, s, e, out, o)
             if both:
@@ -483,24 +478,24 @@ def _spans(starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.
 
 
 def string_texts(
-    b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.ndarray, canonical: bool
+    b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, UTF-8 data) of the values ``b[starts[i]:ends[i]]`` (empty where not
     ``valid``): copied as they are, but those ``escaped`` (a string's body holding a
-    backslash) unescaped, or with ``canonical`` written as ``json.dumps(...,
-    ensure_ascii=False)`` writes the string (``\\/`` and ``\\uXXXX`` undone but for the
-    characters it escapes). The texts are valid JSON: msgspec validated them, so every
+    backslash) unescaped. The texts are valid JSON: msgspec validated them, so every
     ``\\u`` escape is 4 hex digits and a surrogate comes in a pair."""
-    offs, data, _, _ = _string_texts(b, *_spans(starts, ends, valid, escaped), canonical, False)
+    offs, data, _, _ = _string_texts(b, *_spans(starts, ends, valid, escaped), False)
     return offs, data
 
 
 def string_texts_both(
     b: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray, escaped: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`string_texts` without, then with ``canonical``, in one pass (an escaped
-    string's bytes are scanned once, not twice): the two (offsets, data)."""
-    return _string_texts(b, *_spans(starts, ends, valid, escaped), False, True)
+    """:func:`string_texts`, and in the same pass (an escaped string's bytes scanned
+    once) the canonical texts: each string as ``json.dumps(..., ensure_ascii=False)``
+    writes it between its quotes (``\\/`` and ``\\uXXXX`` undone but for the characters
+    it escapes). The two (offsets, data)."""
+    return _string_texts(b, *_spans(starts, ends, valid, escaped), True)
 
 
 # ----------------------------------------------------------------------------- event ids
@@ -665,8 +660,7 @@ def warm_up() -> None:
         tokens = scan_tokens(b, off)
         starts, ends = tokens[-3], tokens[-2]
         every = np.ones(len(starts), dtype=np.bool_)
-        for canonical in (False, True):
-            string_texts(b, starts, ends, every, tokens[-1], canonical)
+        string_texts(b, starts, ends, every, tokens[-1])
         string_texts_both(b, starts, ends, every, tokens[-1])
         gather_spans(b, starts, ends)
         gather_spans(b, starts, ends, every)

@@ -222,18 +222,21 @@ def test_string_values_unescaped_and_canonical(strings: list[tuple[str, str]], v
     starts = ends - [len(r) for r in raw]
     valid_ = np.array(valid[: len(raw)], dtype=bool)
     escaped = np.array([b"\\" in r for r in raw], dtype=bool)
-    for canonical, expected in (
-        (False, [s for s, _ in strings]),
-        (True, [json.dumps(s, ensure_ascii=False)[1:-1] for s, _ in strings]),
-    ):
-        offs, data = string_texts(b, starts, ends, valid_, escaped, canonical=canonical)
-        got = [bytes(data[offs[i] : offs[i + 1]]).decode() for i in range(len(raw))]
-        assert got == [e if v else "" for e, v in zip(expected, valid_, strict=True)]
-    # the two at once: the same texts, each escaped string scanned once
+    expected = [s for s, _ in strings]
+    canonical = [json.dumps(s, ensure_ascii=False)[1:-1] for s, _ in strings]
+
+    def texts(offs: np.ndarray, data: np.ndarray) -> list[str]:
+        return [bytes(data[offs[i] : offs[i + 1]]).decode() for i in range(len(raw))]
+
+    def valid_only(values: list[str]) -> list[str]:
+        return [e if v else "" for e, v in zip(values, valid_, strict=True)]
+
+    alone = string_texts(b, starts, ends, valid_, escaped)
     both = string_texts_both(b, starts, ends, valid_, escaped)
-    for offs, data, canonical in ((*both[:2], False), (*both[2:], True)):
-        alone = string_texts(b, starts, ends, valid_, escaped, canonical=canonical)
-        assert np.array_equal(offs, alone[0]) and bytes(data) == bytes(alone[1])
+    assert texts(*alone) == texts(*both[:2]) == valid_only(expected)
+    assert np.array_equal(alone[0], both[0])
+    # the canonical texts, written in the same pass
+    assert texts(*both[2:]) == valid_only(canonical)
     # and as the JSON parser reads them
     assert [json.loads(f'"{body}"') for _, body in strings] == [s for s, _ in strings]
 
@@ -242,10 +245,8 @@ def test_string_values_spelled_out() -> None:
     body = b'a\\/b\\u00e9\\ud83d\\ude00\\u0001\\n\\"\\\\\\u2028'
     b = np.frombuffer(body, dtype=np.uint8)
     one = (b, np.array([0]), np.array([len(body)]), np.array([True]), np.array([True]))
-    offs, data = string_texts(*one, canonical=False)
+    offs, data = string_texts(*one)
     assert bytes(data).decode() == 'a/b\u00e9\U0001f600\x01\n"\\\u2028'
-    offs, data = string_texts(*one, canonical=True)
-    assert bytes(data).decode() == 'a/b\u00e9\U0001f600\\u0001\\n\\"\\\\\u2028'
     offs, data, coffs, cdata = string_texts_both(*one)
     assert bytes(data).decode() == 'a/b\u00e9\U0001f600\x01\n"\\\u2028'
     assert bytes(cdata).decode() == 'a/b\u00e9\U0001f600\\u0001\\n\\"\\\\\u2028'
@@ -273,9 +274,8 @@ def test_escaped_control_characters_written_as_json_dumps_writes_them() -> None:
     b = np.frombuffer(body, dtype=np.uint8)
     one = (b, np.array([0]), np.array([len(body)]), np.array([True]), np.array([True]))
     text = '\b\f\n\r\t\x1f"\\\x7f'
-    offs, data = string_texts(*one, canonical=False)
+    offs, data = string_texts(*one)
     assert bytes(data).decode() == text
-    offs, data = string_texts(*one, canonical=True)
-    assert bytes(data).decode() == json.dumps(text, ensure_ascii=False)[1:-1] == '\\b\\f\\n\\r\\t\\u001f\\"\\\\\x7f'
     _, data, _, cdata = string_texts_both(*one)
-    assert (bytes(data).decode(), bytes(cdata).decode()) == (text, json.dumps(text, ensure_ascii=False)[1:-1])
+    assert bytes(data).decode() == text
+    assert bytes(cdata).decode() == json.dumps(text, ensure_ascii=False)[1:-1] == '\\b\\f\\n\\r\\t\\u001f\\"\\\\\x7f'
