@@ -27,6 +27,7 @@ TOP_LEVEL_KEYS = {
     "compact_after_segments",
     "compact_after_fraction",
     "keep_previous_bases",
+    "dbt_threads",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -67,6 +68,9 @@ class TableConfig:
 
 #: 64 MiB of landing files per decoding task (see macros/sql/cdc_decode_tasks.sql)
 DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
+#: dbt threads of a run (see ``Config.dbt_threads``; measured by ``python -m bench.run_overhead``)
+DEFAULT_DBT_THREADS = 4
+MAX_DBT_THREADS = 64
 
 
 @dataclass
@@ -96,6 +100,10 @@ class Config:
     #: query that started before it (through ``cdc serve``) still finds its files; they
     #: are dropped by a later compaction (0: at once; see macros/sql/cdc_drop_old_segments.sql)
     keep_previous_bases: int = 1
+    #: dbt nodes (models, tests) run at once (``--threads``): independent models and the
+    #: dbt tests overlap, so a run's fixed cost (metastore calls, query planning, small
+    #: jobs) is paid side by side instead of in a line
+    dbt_threads: int = DEFAULT_DBT_THREADS
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -160,6 +168,9 @@ def load_config(path: str | Path) -> Config:
     keep_bases = raw.get("keep_previous_bases", 1)
     if not isinstance(keep_bases, int) or isinstance(keep_bases, bool) or keep_bases < 0:
         raise ConfigError(f"keep_previous_bases must be an integer >= 0, got {keep_bases!r}")
+    threads = raw.get("dbt_threads", DEFAULT_DBT_THREADS)
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_DBT_THREADS:
+        raise ConfigError(f"dbt_threads must be an integer between 1 and {MAX_DBT_THREADS}, got {threads!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -247,6 +258,7 @@ def load_config(path: str | Path) -> Config:
         compact_segments,
         float(compact_fraction),
         keep_bases,
+        threads,
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 from udfs.config import Config, load_config
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
+#: the dbt commands that run nodes and take ``--threads`` (``run-operation`` does not)
+THREADED_COMMANDS = frozenset({"build", "run", "test", "seed", "compile", "snapshot"})
 
 
 class PipelineError(RuntimeError):
@@ -81,6 +83,14 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
     }
 
 
+def dbt_threads(config: Config, target: str) -> int:
+    """dbt's ``--threads`` for a run: ``dbt_threads`` embedded; one through a Thrift
+    server, whose single shared session (``spark.sql.hive.thriftServer.singleSession``)
+    holds every connection's temporary views: closing one dbt thread's connection drops
+    views that another thread's model is still using (seen as TABLE_OR_VIEW_NOT_FOUND)."""
+    return 1 if target == "thrift" else config.dbt_threads
+
+
 def run_dbt(
     config: Config,
     command: str = "build",
@@ -111,6 +121,7 @@ def run_dbt(
         json.dumps(dbt_vars(config, golden=golden, retry_quarantine=retry_quarantine)),
         "--no-use-colors",
         "--quiet" if os.environ.get("CDC_DBT_QUIET", "1") == "1" else "--no-quiet",
+        *(["--threads", str(dbt_threads(config, target))] if command in THREADED_COMMANDS else []),
         *(extra or []),
     ]
     result = dbtRunner(callbacks=_fault_injection_callbacks()).invoke(args)

@@ -94,6 +94,8 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     for stage in ("read+decode (stg)", "changelog", "merge (state/history)", "marts"):
         assert _positive(e2e["stages_s"][stage]), stage
     assert _positive(e2e["native_decode_parquet_s"]) and _positive(e2e["ratio_project_over_native"])
+    # the run's nodes, four at a time by default: their span fits in the run's wall time
+    assert e2e["dbt_threads"] == 4 and 0 < e2e["nodes_wall_s"] <= e2e["project_wall_s"]
 
     merge = res["merge_growth"]
     assert [s["state_rows"] for s in merge["steps"]] == [500, 5000]

@@ -3,7 +3,9 @@
 * the README's main job on the shipped example (``examples/shop``);
 * a run with no new files changes nothing;
 * a run killed with SIGKILL (between models, at chosen places, and at a random time
-  during the run) and then run again ends exactly where one clean run ends;
+  during the run) and then run again ends exactly where one clean run ends. The clean
+  run is serial (``dbt_threads: 1``), the others run dbt's nodes four at a time (the
+  default): the same tables either way;
 * a wrong configuration fails before any work with a message naming the problem.
 """
 
@@ -52,6 +54,11 @@ def example_copy(tmp_path: Path, name: str) -> Path:
     return dest
 
 
+def dbt_threads_of_last_run(cwd: Path) -> int:
+    results = json.loads((cwd / ".cdc" / "dbt" / "target" / "run_results.json").read_text())
+    return results["args"]["threads"]
+
+
 def dump(cwd: Path) -> dict[str, list[str]]:
     """Every table's rows (as JSON lines, sorted), from one ``cdc sql`` process."""
     p = cdc(["sql", *DUMPS.values()], cwd)
@@ -71,8 +78,11 @@ def dump(cwd: Path) -> dict[str, list[str]]:
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     work = example_copy(tmp_path_factory.mktemp("clean"), "shop")
+    with (work / "cdc.yml").open("a", encoding="utf-8") as f:
+        f.write("dbt_threads: 1\n")  # the reference: one node at a time
     p = cdc(["run", "--print-tables"], work)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert dbt_threads_of_last_run(work) == 1
     return work, {"stdout": p.stdout, "dump": dump(work)}
 
 
@@ -114,6 +124,7 @@ def test_sigkill_between_models_then_rerun_equals_clean_run(tmp_path, clean_run,
     assert p.returncode == -signal.SIGKILL, (p.returncode, p.stderr[-2000:])
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert dbt_threads_of_last_run(work) == 4
     assert dump(work) == clean["dump"]
 
 

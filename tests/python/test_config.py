@@ -89,6 +89,41 @@ def test_compaction_settings_are_a_segment_count_and_a_fraction(tmp_path):
             load_config(_write(tmp_path, [feed("debezium_json")], compact_after_fraction=bad))
 
 
+def test_dbt_threads_default_to_four_and_reach_the_dbt_command_that_runs_nodes(tmp_path, monkeypatch):
+    import dbt.cli.main
+
+    from udfs import pipeline
+
+    calls: list[list[str]] = []
+
+    class Runner:
+        def __init__(self, callbacks=None):
+            pass
+
+        def invoke(self, args):
+            calls.append(list(args))
+            return type("Result", (), {"success": True})()
+
+    monkeypatch.setattr(dbt.cli.main, "dbtRunner", Runner)
+    config = load_config(_write(tmp_path, [feed("debezium_json")]))
+    assert config.dbt_threads == 4
+    config = load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=1))
+    assert config.dbt_threads == 1
+    pipeline.run_dbt(config, "build")
+    pipeline.run_dbt(config, "run-operation", extra=["some_macro"])
+    assert pipeline.dbt_threads(load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=3)), "session") == 3
+    config = load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=3))
+    pipeline.run_dbt(config, "build", target="thrift")
+    build, operation, thrift = calls
+    assert build[build.index("--threads") + 1] == "1"
+    assert "--threads" not in operation  # run-operation takes no --threads
+    # through a Thrift server one at a time (its shared session's temporary views)
+    assert thrift[thrift.index("--threads") + 1] == "1"
+    for bad in (0, -1, 65, "4", True, 2.5, None):
+        with pytest.raises(ConfigError, match="dbt_threads must be an integer between 1 and 64"):
+            load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=bad))
+
+
 def test_keep_previous_bases_is_a_count_passed_to_dbt(tmp_path):
     from udfs.pipeline import dbt_vars
 
