@@ -2,7 +2,7 @@
 
 The harness generates its own landing files, measures in one run on the same files:
 
-* **decode**, per format: the project's decoder path (``cdc_decode_files`` in
+* **decode**, per format: the project's decoder path (``cdc_decode_records`` in
   Spark SQL, as ``models/staging/landing`` runs it) against Spark's
   native ``from_json`` with an explicit schema and against a single-process parse
   bound (``orjson`` loop, ``pyarrow.json``);

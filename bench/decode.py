@@ -3,8 +3,9 @@ single-process parse bound, over the same landing files.
 
 project
     The SELECT of ``models/staging/landing/stg_landing__records.sql`` as dbt compiles
-    it (``cdc_decode_files`` -> explode, exactly as the pipeline runs it, whatever the
-    model becomes), over the format's files (its ``stg_landing__files``
+    it (the table function ``cdc_decode_records``, one row per record, since 2026-11-26
+    12:00; ``cdc_decode_files`` -> explode before: exactly as the pipeline runs it,
+    whatever the model becomes), over the format's files (its ``stg_landing__files``
     table built by dbt, filtered to the format's feed), with the changes exploded into
     changelog rows (``change.*``, as ``models/changelog/changelog.sql`` flattens them),
     written to Spark's ``noop`` sink.
@@ -25,7 +26,7 @@ project_two_calls (diagnostic, ``debezium_json`` only)
     and tasks. Every record's text went to the JVM and back to Python between the two
     calls. Side by side with *project*, it shows what the one call buys.
 project_cached_results (diagnostic, ``debezium_json`` only)
-    The same query as *project* with ``cdc_decode_files`` replaced by a copy that writes
+    The same query as *project* with ``cdc_decode_records`` replaced by a copy that writes
     each file's result once as an Arrow IPC file and memory-maps it when asked again, in
     whichever worker (one untimed run fills the cache; a file decoded afresh in a timed
     run is counted in ``cache_misses``), measured after the other variants: Spark's
@@ -40,9 +41,10 @@ project_cached_flat (diagnostic, ``debezium_json`` only)
     (``arrow_udtf``) would take off that floor.
 project_flat_udtf (diagnostic, ``debezium_json`` only)
     The same Arrow UDTF shape decoding for real: each batch of files decoded by
-    ``cdc_decode_files``' own function (``decode_files_array``), its rows yielded flat.
-    Side by side with *project*, it shows what moving the records model to an Arrow
-    UDTF would buy with today's decoders.
+    ``cdc_decode_files``' own function (``decode_files_array``), its rows yielded flat,
+    one per change. Side by side with *project* (an Arrow UDTF too since 2026-11-26
+    12:00, one row per record with its changes nested), it shows what yielding the
+    changelog's rows themselves would buy.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -329,44 +331,61 @@ def _pickle_by_value() -> None:
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-CACHED_UDF = "bench_cached_decode_files"
+CACHED_UDF = "bench_cached_decode_records"
 
 
 def register_cached_decode(spark: Any, cache_dir: Path) -> None:
-    """Register :data:`CACHED_UDF` (see *project_cached_results* in the module doc):
-    ``cdc_decode_files`` whose result per file is written once to ``cache_dir`` as an
-    Arrow IPC file, and memory-mapped (no copy, no decode) by whichever worker asks
-    again. A file decoded afresh adds a line to ``cache_dir/misses.log``."""
-    from pyspark.sql.functions import arrow_udf
+    """Register :data:`CACHED_UDF` (see *project_cached_results* in the module doc): an
+    Arrow UDTF like ``cdc_decode_records`` whose decoded records per file are written
+    once to ``cache_dir`` as an Arrow IPC file, and memory-mapped (no copy, no decode)
+    by whichever worker asks again; it yields them as ``cdc_decode_records`` does, a
+    chunk of records at a time. A file decoded afresh adds a line to
+    ``cache_dir/misses.log``."""
+    from pyspark.sql.functions import arrow_udtf
 
-    from udfs.spark_udfs import DECODED_RECORDS_DDL
+    from udfs.spark_udfs import DECODED_RECORD_ROWS_DDL
 
-    folder = str(cache_dir)  # a local: the pickled function carries it
+    folder = str(cache_dir)  # a local: the pickled class carries it
     cache_dir.mkdir(parents=True, exist_ok=True)
     _pickle_by_value()
 
-    @arrow_udf(DECODED_RECORDS_DDL)  # type: ignore[misc]
-    def bench_cached_decode_files(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
-        import os
+    @arrow_udtf(returnType=DECODED_RECORD_ROWS_DDL)
+    class BenchCachedDecodeRecords:
+        def eval(self, files: pa.RecordBatch) -> Any:
+            from udfs.spark_udfs import DECODE_CHUNK, record_rows
 
-        from udfs.spark_udfs import decode_files_array
+            path, framing, options = (files.column(c) for c in ("source_file", "framing", "decoder_options"))
+            names = filled_cache(folder, path, framing, options)
+            for file, name in zip(path.to_pylist(), names, strict=True):
+                records = read_cached(name).flatten()
+                for start in range(0, len(records), DECODE_CHUNK):
+                    chunk = records.slice(start, DECODE_CHUNK)
+                    yield record_rows(pa.repeat(pa.scalar(file, pa.string()), len(chunk)), chunk)
 
-        names = cached_paths(folder, path, framing, options)
-        missing = [i for i, name in enumerate(names) if not os.path.exists(name)]
-        if missing:
-            take = pa.array(missing, type=pa.int64())
-            fresh = decode_files_array(path.take(take), framing.take(take), options.take(take))
-            for j, i in enumerate(missing):
-                table = pa.table({"r": fresh.slice(j, 1)})
-                partial = f"{names[i]}.{os.getpid()}.tmp"  # renamed when whole: readers never see half a file
-                with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-                    writer.write_table(table)
-                os.replace(partial, names[i])
-            with open(os.path.join(folder, "misses.log"), "a", encoding="utf-8") as fh:
-                fh.write(f"{len(missing)}\n")
-        return pa.concat_arrays([read_cached(name) for name in names])
+    spark.udtf.register(CACHED_UDF, BenchCachedDecodeRecords)
 
-    spark.udf.register(CACHED_UDF, bench_cached_decode_files)
+
+def filled_cache(folder: str, path: pa.Array, framing: pa.Array, options: pa.Array) -> list[str]:
+    """:func:`cached_paths` of the files, each file missing from the cache decoded by
+    ``cdc_decode_files``' function and written there first."""
+    import os
+
+    from udfs.spark_udfs import decode_files_array
+
+    names = cached_paths(folder, path, framing, options)
+    missing = [i for i, name in enumerate(names) if not os.path.exists(name)]
+    if missing:
+        take = pa.array(missing, type=pa.int64())
+        fresh = decode_files_array(path.take(take), framing.take(take), options.take(take))
+        for j, i in enumerate(missing):
+            table = pa.table({"r": fresh.slice(j, 1)})
+            partial = f"{names[i]}.{os.getpid()}.tmp"  # renamed when whole: readers never see half a file
+            with pa.OSFile(partial, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(partial, names[i])
+        with open(os.path.join(folder, "misses.log"), "a", encoding="utf-8") as fh:
+            fh.write(f"{len(missing)}\n")
+    return names
 
 
 CACHED_FLAT_UDTF = "bench_cached_flat_changes"
@@ -505,8 +524,8 @@ def _cached_results(
 
     register_cached_decode(spark, cache_dir)
     register_cached_flat(spark, cache_dir)
-    code, n = re.subn(r"\bcdc_decode_files\(", f"{CACHED_UDF}(", model[0])
-    assert n == 1, "cdc_decode_files not found once in the compiled stg_landing__records"
+    code, n = re.subn(r"\bcdc_decode_records\(", f"{CACHED_UDF}(", model[0])
+    assert n == 1, "cdc_decode_records not found once in the compiled stg_landing__records"
     frame = spark.sql(project_sql(code, *model[1:]))
     flat = spark.sql(flat_sql(*model))
     try:

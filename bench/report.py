@@ -66,7 +66,7 @@ def format_tables(res: dict[str, Any]) -> str:
     ]
     parts += [
         "",
-        "DECODE throughput, records/s (project: cdc_decode_files as the models run it; 1 task: the "
+        "DECODE throughput, records/s (project: cdc_decode_records as the models run it; 1 task: the "
         "same with every file in one task, as before the spread; python path: the same with columnar: false, "
         "decode_records per record; two calls: cdc_read_records, explode, cdc_decode, as before "
         "cdc_decode_files; cached: the same with each file's result memory-mapped from an earlier run, "

@@ -10,10 +10,17 @@ Arrow array out; no row-at-a-time Python UDF) or a table function, registered un
     one record decoded into changelog rows (see ``udfs.decode``); ``source_file`` and
     ``header`` (a CSV file's header row) are for the decoders that need them.
 ``cdc_decode_files(path, framing, options)``
-    both in one call, what the models run: every record of one landing file with its
-    ``cdc_decode`` result (see ``DECODED_RECORDS_DDL``). A record's text never goes to
-    the JVM and back between reading and decoding; only a quarantined record's raw
+    both in one call: every record of one landing file with its ``cdc_decode`` result
+    (see ``DECODED_RECORDS_DDL``), as one array per file. A record's text never goes
+    to the JVM and back between reading and decoding; only a quarantined record's raw
     text comes out.
+``cdc_decode_records(TABLE(files))``
+    table function, what the models run: the same records and results, one row per
+    record (see ``DECODED_RECORD_ROWS_DDL``), for a table of files with the columns
+    ``source_file``, ``framing`` and ``decoder_options``. Each file is read on its own
+    and its records are decoded and handed to Spark ``DECODE_CHUNK`` at a time, so no
+    row, and no Arrow batch, holds a whole file: a landing file of hundreds of MB
+    decodes within Spark's default 1 GB driver, where one array per file does not.
 ``cdc_widest_type(types)``
     the mart type of a column declared with ``types`` (``array<string>``), and the
     conflict when they do not widen to one (see :mod:`udfs.types`).
@@ -56,11 +63,20 @@ LIST_FILES_DDL = "path string, size bigint, modified_us bigint"
 #: ``cdc_decode_files``: a file's records decoded. ``raw_record`` (the text, or the
 #: base64 of bytes that are not UTF-8) and ``raw_is_base64`` only where the record is
 #: quarantined (a framing ``error`` or a ``quarantined`` result); null elsewhere.
-DECODED_RECORDS_DDL = (
-    "array<struct<record_index:int, error:string, raw_record:string, raw_is_base64:boolean, "
-    "kafka_topic:string, kafka_partition:int, kafka_offset:bigint, kafka_timestamp_ms:bigint, "
-    f"result:{DECODE_RESULT_DDL}>>"
+DECODED_RECORD_FIELDS: tuple[tuple[str, str], ...] = (
+    ("record_index", "int"),
+    ("error", "string"),
+    ("raw_record", "string"),
+    ("raw_is_base64", "boolean"),
+    ("kafka_topic", "string"),
+    ("kafka_partition", "int"),
+    ("kafka_offset", "bigint"),
+    ("kafka_timestamp_ms", "bigint"),
+    ("result", DECODE_RESULT_DDL),
 )
+DECODED_RECORDS_DDL = "array<struct<" + ", ".join(f"{n}:{t}" for n, t in DECODED_RECORD_FIELDS) + ">>"
+#: ``cdc_decode_records``: the same fields, one row per record, with the record's file
+DECODED_RECORD_ROWS_DDL = "source_file string, " + ", ".join(f"{n} {t}" for n, t in DECODED_RECORD_FIELDS)
 #: the Arrow types Spark exchanges them as
 RECORDS_TYPE = arrow_type_of_ddl(RECORDS_DDL)
 DECODE_TYPE = arrow_type_of_ddl(DECODE_RESULT_DDL)
@@ -543,7 +559,53 @@ def decode_files_array(
     values = records.flatten()
     lengths = pc.fill_null(pc.list_value_length(records), 0).to_numpy(zero_copy_only=False)
     owner = pa.array(np.repeat(np.arange(len(records), dtype=np.int64), lengths))
-    rec_options, rec_files = options.take(owner), paths.take(owner)
+    struct = _decoded_records(values, options.take(owner), paths.take(owner), chunk)
+    return pa.ListArray.from_arrays(records.offsets, struct, type=DECODED_RECORDS_TYPE, mask=records.is_null())
+
+
+def decode_record_batches(
+    paths: pa.Array,
+    framings: pa.Array,
+    options: pa.Array,
+    chunk: int = DECODE_CHUNK,
+) -> Iterator[pa.RecordBatch]:
+    """Pure function behind ``cdc_decode_records``: the records of each file (null path
+    or framing: none), decoded as :func:`decode_files_array` decodes them, as record
+    batches of ``DECODED_RECORD_ROWS_DDL`` of at most ``chunk`` rows, one file after
+    the other.
+
+    A file's records are read at once (its framing needs the whole file), but decoded
+    and yielded ``chunk`` at a time: the worker holds one file's records and one
+    chunk's results, and Spark gets rows of one record each.
+    """
+    for path, framing, opts in zip(paths.to_pylist(), framings.to_pylist(), options.to_pylist(), strict=True):
+        if path is None or framing is None:
+            continue
+        values = read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()
+        for start in range(0, len(values), chunk):
+            # a copy of the chunk (a few MB of text), not a slice: pyarrow 22's
+            # coalesce of two sliced string arrays returns invalid offsets
+            part = pa.concat_arrays([values.slice(start, chunk)])
+            n = len(part)
+            file_column = pa.repeat(pa.scalar(path, pa.string()), n)
+            yield record_rows(
+                file_column, _decoded_records(part, pa.repeat(pa.scalar(opts, pa.string()), n), file_column, n)
+            )
+
+
+def record_rows(source_file: pa.Array, decoded: pa.StructArray) -> pa.RecordBatch:
+    """Decoded records (``DECODED_RECORDS_DDL``'s struct) and each one's file, as rows
+    of ``DECODED_RECORD_ROWS_DDL``."""
+    return pa.RecordBatch.from_arrays(
+        [source_file, *decoded.flatten()], names=["source_file", *(f.name for f in decoded.type)]
+    )
+
+
+def _decoded_records(values: pa.StructArray, rec_options: pa.Array, rec_files: pa.Array, chunk: int) -> pa.StructArray:
+    """Records (``RECORDS_DDL``'s struct), each with its file's options and path, decoded
+    ``chunk`` at a time: ``DECODED_RECORDS_DDL``'s struct, one per record."""
+    import pyarrow.compute as pc
+
     text, raw_b64, error = values.field("text"), values.field("raw_b64"), values.field("error")
     parts = [
         decode_array(
@@ -568,11 +630,10 @@ def decode_files_array(
         "result": result,
     }
     struct_type: pa.StructType = DECODED_RECORDS_TYPE.value_type
-    struct = pa.StructArray.from_arrays(
+    return pa.StructArray.from_arrays(
         [columns[f.name] if f.name in columns else values.field(f.name) for f in struct_type],
         fields=list(struct_type),
     )
-    return pa.ListArray.from_arrays(records.offsets, struct, type=DECODED_RECORDS_TYPE, mask=records.is_null())
 
 
 WIDEST_TYPE_DDL = "struct<spark_type:string, conflict:string>"
@@ -597,7 +658,7 @@ def _kill_if_asked() -> None:
 
 def register(spark: Any) -> None:
     """Register every ``cdc_`` and ``arcion_`` function in ``spark`` (idempotent)."""
-    from pyspark.sql.functions import arrow_udf, udtf
+    from pyspark.sql.functions import arrow_udf, arrow_udtf, udtf
 
     records_type, decode_type = RECORDS_TYPE, DECODE_TYPE
 
@@ -616,6 +677,14 @@ def register(spark: Any) -> None:
     def cdc_decode_files(path: pa.Array, framing: pa.Array, options: pa.Array) -> pa.Array:
         _kill_if_asked()
         return decode_files_array(path, framing, options)
+
+    @arrow_udtf(returnType=DECODED_RECORD_ROWS_DDL)  # type: ignore[misc]
+    class CdcDecodeRecords:
+        def eval(self, files: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+            _kill_if_asked()
+            yield from decode_record_batches(
+                files.column("source_file"), files.column("framing"), files.column("decoder_options")
+            )
 
     @arrow_udf(ARCION_CURSOR_DDL)  # type: ignore[misc]
     def arcion_cursor(text: pa.Array) -> pa.Array:
@@ -644,3 +713,4 @@ def register(spark: Any) -> None:
     spark.udf.register("arcion_operationcount", arcion_operationcount)
     spark.udf.register("cdc_widest_type", cdc_widest_type)
     spark.udtf.register("cdc_list_files", CdcListFiles)
+    spark.udtf.register("cdc_decode_records", CdcDecodeRecords)

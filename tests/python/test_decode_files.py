@@ -16,11 +16,15 @@
 * a file whose records hold more text than an Arrow string column can is one
   quarantined record that says so (the limit lowered for the test);
 * through Spark: the registered function in SQL against the two functions composed in
-  SQL; the Arrow types are Spark's parse of the DDL.
+  SQL; the Arrow types are Spark's parse of the DDL;
+* ``cdc_decode_records`` (the table function the models run): the same records as
+  ``decode_files_array``, one row each with its file, in batches of at most the chunk
+  size that never span two files (pure), and in SQL over ``TABLE(...)``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -37,6 +41,7 @@ from udfs.spark_udfs import (
     RECORDS_DDL,
     RECORDS_TYPE,
     decode_files_array,
+    decode_record_batches,
     read_records,
 )
 
@@ -231,6 +236,57 @@ def test_chunks_do_not_change_the_result(landing) -> None:
 def test_no_files(landing) -> None:
     empty = pa.array([], type=pa.string())
     assert decode_files_array(empty, empty, empty).equals(pa.array([], type=DECODED_RECORDS_TYPE))
+
+
+@pytest.mark.parametrize("chunk", [7, DECODE_CHUNK])
+def test_record_batches_hold_the_same_records(landing, chunk) -> None:
+    arrays = _arrays(landing)
+    nested = decode_files_array(*arrays)
+    batches = list(decode_record_batches(*arrays, chunk=chunk))
+    assert batches and all(0 < b.num_rows <= chunk for b in batches)
+    # a batch belongs to one file, and the files come in their order, null path skipped
+    files = [b.column("source_file").unique().to_pylist() for b in batches]
+    assert all(len(f) == 1 for f in files)
+    with_records = [
+        path for path, records in zip(landing[0], nested, strict=True) if records.is_valid and records.values
+    ]
+    assert [path for path, _ in itertools.groupby(f[0] for f in files)] == with_records
+    rows = pa.Table.from_batches(batches)
+    assert rows.column("source_file").to_pylist() == [
+        path for path, records in zip(landing[0], nested, strict=True) if records.is_valid for _ in records.values
+    ]
+    assert rows.drop(["source_file"]).to_pylist() == nested.flatten().to_pylist()
+    assert rows.schema.remove(0) == pa.schema(list(DECODED_RECORDS_TYPE.value_type))
+
+
+def test_record_batches_of_no_files_and_of_null_paths() -> None:
+    empty = pa.array([], type=pa.string())
+    assert list(decode_record_batches(empty, empty, empty)) == []
+    nulls = pa.array([None, "x"], type=pa.string())
+    assert list(decode_record_batches(nulls, pa.array(["lines", None]), nulls)) == []
+
+
+def test_record_rows_in_sql_same_as_the_array_per_file(spark, landing) -> None:
+    rows = list(zip(*landing, strict=True))
+    frame = spark.createDataFrame(rows, "source_file string, framing string, decoder_options string")
+    frame.createOrReplaceTempView("landing_files")
+    table_function = spark.sql(
+        """
+        select source_file, record_index, error, raw_record, raw_is_base64, kafka_offset, to_json(result)
+        from cdc_decode_records(table(select /*+ repartition(3) */ * from landing_files))
+        """
+    )
+    per_file = spark.sql(
+        """
+        select source_file, rec.record_index, rec.error, rec.raw_record, rec.raw_is_base64, rec.kafka_offset,
+            to_json(rec.result)
+        from landing_files lateral view explode(cdc_decode_files(source_file, framing, decoder_options)) x as rec
+        """
+    )
+    got, expected = sorted(map(tuple, table_function.collect())), sorted(map(tuple, per_file.collect()))
+    assert len(got) > 600
+    assert got == expected
+    assert [f.name for f in table_function.schema.fields][:2] == ["source_file", "record_index"]
 
 
 def test_types_are_sparks_parse_of_the_ddl(spark) -> None:

@@ -5,6 +5,8 @@ its own part file of ``stg_landing__records``, so the part files count the tasks
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from udfs.pipeline import run_pipeline
@@ -54,17 +56,22 @@ def test_task_bytes_sets_the_tasks_above_eight(spark, make_config, tmp_path):
 
 
 def test_files_are_read_once_after_the_spread(spark, make_config, tmp_path):
-    """The physical plan of ``stg_landing__records`` calls ``cdc_decode_files`` once,
-    above the repartition: an explode lets Spark infer a ``size(records) > 0`` filter
-    and push it, with a second call of the UDF, below the exchange, where one task
-    reads every file of the run (at 1M events, over 2 GB of text in one Arrow batch).
-    No other decoding UDF is in the plan: a record is read and decoded in that call."""
+    """The physical plan of ``stg_landing__records`` calls ``cdc_decode_records`` once,
+    above the repartition (so each task decodes its own files), and no other decoding
+    UDF: a record is read and decoded in that call. The records are joined to their
+    files' feed by broadcasting the file list: the decoded records (Spark cannot size a
+    table function's output) are never the side sent to every task through the driver."""
     _run(spark, make_config, tmp_path, files=3)
     (compiled,) = tmp_path.rglob("compiled/**/stg_landing__records.sql")
     plan = spark.sql("explain " + compiled.read_text()).first()[0]
     lines = plan.splitlines()
-    reads = [i for i, line in enumerate(lines) if "cdc_decode_files(" in line]
-    assert not [line for line in lines if "cdc_read_records(" in line or "cdc_decode(" in line], plan
+    reads = [i for i, line in enumerate(lines) if "cdc_decode_records(" in line]
+    assert not [line for line in lines if re.search(r"cdc_(read_records|decode|decode_files)\(", line)], plan
     exchanges = [i for i, line in enumerate(lines) if "Exchange RoundRobinPartitioning" in line]
     assert len(reads) == 1, plan
-    assert len(exchanges) == 1 and reads[0] < exchanges[0], plan  # the UDF sits above the exchange
+    assert len(exchanges) == 1 and reads[0] < exchanges[0], plan  # the UDTF sits above the exchange
+    broadcasts = [i for i, line in enumerate(lines) if "BroadcastExchange" in line]
+    assert len(broadcasts) == 1, plan
+    # what is broadcast is a scan of the file list, not the table function's output
+    below = lines[broadcasts[0] + 1 :]
+    assert "stg_landing__files" in below[1] and "ArrowEvalPythonUDTF" not in "".join(below), plan

@@ -6,58 +6,66 @@ with
 
 -- spread over several tasks: the files are read and decoded in parallel
 files as (
-    select /*+ repartition({{ decode_tasks }}) */ *
+    select /*+ repartition({{ decode_tasks }}) */
+        source_file,
+        framing,
+        decoder_options
     from {{ ref('stg_landing__files') }}
 ),
 
--- each file read and decoded in one call: a record's text stays in Python between the
--- two, and only a quarantined record's raw text comes back
-decoded_files as (
-    select
-        files.*,
-        cdc_decode_files(source_file, framing, decoder_options) as records
-    from files
+-- each file read and decoded by one call of the table function, which hands its
+-- records to Spark a chunk at a time, one row each: no row holds a whole file. A
+-- record's text stays in Python between reading and decoding; only a quarantined
+-- record's raw text comes back
+records as (
+    select * from cdc_decode_records(table(select * from files))
 ),
 
 unresolved as (
     {{ cdc_unresolved_quarantine() }}
 ),
 
-all_records as (
-    select
-        decoded_files.is_retry,
-        decoded_files.feed,
-        decoded_files.format,
-        decoded_files.source_file,
-        rec.record_index,
-        rec.error,
-        rec.raw_record,
-        rec.raw_is_base64,
-        rec.kafka_topic,
-        rec.kafka_partition,
-        rec.kafka_offset,
-        rec.kafka_timestamp_ms,
-        rec.result
-    -- `outer`, then the null filter: for a plain explode Spark infers a filter on the
-    -- array's size and pushes it below the repartition, which calls cdc_decode_files a
-    -- second time, there, in a single task holding every file of the run
-    from decoded_files
-        lateral view outer explode(records) exploded as rec
-    where exploded.rec is not null
+unresolved_records as (
+    select distinct
+        source_file,
+        record_index
+    from unresolved
 ),
 
--- a retried file yields only its unresolved quarantined records
+-- each record with its file's feed: the list of files is the side to broadcast (Spark
+-- cannot size the table function's output, and would broadcast the records instead)
+all_records as (
+    select /*+ broadcast(landing_files) */
+        landing_files.is_retry,
+        landing_files.feed,
+        landing_files.format,
+        records.source_file,
+        records.record_index,
+        records.error,
+        records.raw_record,
+        records.raw_is_base64,
+        records.kafka_topic,
+        records.kafka_partition,
+        records.kafka_offset,
+        records.kafka_timestamp_ms,
+        records.result
+    from records
+    inner join {{ ref('stg_landing__files') }} as landing_files
+        on records.source_file = landing_files.source_file
+),
+
+-- a retried file yields only its unresolved quarantined records (a join, not a union
+-- of two filters: each branch of a union would call the table function again)
 decoded as (
-    select * from all_records
-    where not is_retry
-    union all
     select all_records.*
     from all_records
-    left semi join unresolved
+    left join unresolved_records
         on
-            all_records.source_file = unresolved.source_file
-            and all_records.record_index = unresolved.record_index
-    where all_records.is_retry
+            all_records.source_file = unresolved_records.source_file
+            and all_records.record_index = unresolved_records.record_index
+    where
+        not all_records.is_retry
+        or unresolved_records.record_index is not null
 ),
 
 final as (
