@@ -583,8 +583,8 @@ def decode_record_batches(
             continue
         values = read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()
         for start in range(0, len(values), chunk):
-            # a copy of the chunk (a few MB of text), not a slice: pyarrow 22's
-            # coalesce of two sliced string arrays returns invalid offsets
+            # a copy of the chunk (a few MB of text), not a slice: pyarrow 22's if_else
+            # over a sliced string array returns invalid offsets
             part = pa.concat_arrays([values.slice(start, chunk)])
             n = len(part)
             file_column = pa.repeat(pa.scalar(path, pa.string()), n)
