@@ -360,7 +360,7 @@ def register_cached_decode(spark: Any, cache_dir: Path) -> None:
                 records = read_cached(name).flatten()
                 for start in range(0, len(records), DECODE_CHUNK):
                     chunk = records.slice(start, DECODE_CHUNK)
-                    yield record_rows(pa.repeat(pa.scalar(file, pa.string()), len(chunk)), chunk)
+                    yield record_rows(file, chunk)
 
     spark.udtf.register(CACHED_UDF, BenchCachedDecodeRecords)
 

@@ -39,8 +39,9 @@ import base64
 import dataclasses
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,10 +115,13 @@ def _escaped(text: str, index: int, error: str | None = None, **fields: object) 
     return RawRecord(index, text, error=error, **fields)  # type: ignore[arg-type]
 
 
-def split_lines(content: bytes) -> list[RawRecord]:
+def split_lines(content: bytes, at_file_start: bool = True) -> list[RawRecord]:
+    """The ``lines`` records of ``content``; the BOM is dropped only ``at_file_start``
+    (a later block of the file, see :func:`line_blocks`, keeps a line's leading BOM
+    bytes, as the whole file's split does)."""
     out = []
     index = 0
-    for line in strip_bom(content).split(b"\n"):
+    for line in (strip_bom(content) if at_file_start else content).split(b"\n"):
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line.strip():
@@ -125,6 +129,53 @@ def split_lines(content: bytes) -> list[RawRecord]:
         out.append(_utf8(line, index))
         index += 1
     return out
+
+
+def line_blocks(stream: BinaryIO, block_bytes: int, max_line_bytes: int) -> Iterator[bytes | int]:
+    """A ``lines`` file read ``block_bytes`` at a time, as blocks of whole lines.
+
+    Each block ends just after a ``\\n`` (the last: at the end of the file), so
+    :func:`split_lines` of the blocks one after the other, numbering on, gives the
+    records of the whole file (only the first block starts the file: its BOM). A line
+    that runs over a block boundary is a block of its own, so a block holds at most
+    ``max(block_bytes, its longest line + 1)`` bytes. A line longer than
+    ``max_line_bytes`` is not held: its length (without the ``\\n``) comes instead of
+    a block, an ``int``, and reading goes on after it.
+    """
+    if block_bytes > max_line_bytes:
+        raise ValueError(f"block_bytes {block_bytes} is more than max_line_bytes {max_line_bytes}")
+    pending: list[bytes] = []  # the start of a line that runs over a block boundary
+    pending_bytes = 0
+    skipped = -1  # bytes of a line longer than max_line_bytes read so far (-1: none)
+    while data := stream.read(block_bytes):
+        if skipped >= 0 or pending:
+            newline = data.find(b"\n")
+            if newline < 0:
+                if skipped >= 0:
+                    skipped += len(data)
+                else:
+                    pending.append(data)
+                    pending_bytes += len(data)
+                    if pending_bytes > max_line_bytes:
+                        skipped, pending, pending_bytes = pending_bytes, [], 0
+                continue
+            if skipped >= 0:
+                yield skipped + newline
+            elif pending_bytes + newline > max_line_bytes:
+                yield pending_bytes + newline
+            else:
+                yield b"".join([*pending, data[: newline + 1]])
+            skipped, pending, pending_bytes = -1, [], 0
+            data = data[newline + 1 :]
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        if cut < len(data):  # (shorter than a block, so than max_line_bytes)
+            pending, pending_bytes = [data[cut:]], len(data) - cut
+    if skipped >= 0:
+        yield skipped
+    elif pending:
+        yield b"".join(pending)
 
 
 def split_documents(content: bytes) -> list[RawRecord]:
@@ -149,9 +200,10 @@ def split_documents(content: bytes) -> list[RawRecord]:
         pos = end
 
 
-def split_kcat(content: bytes) -> list[RawRecord]:
+def split_kcat(content: bytes, at_file_start: bool = True) -> list[RawRecord]:
+    """The ``kcat`` records of ``content`` (``at_file_start``: as ``split_lines``')."""
     out = []
-    for rec in split_lines(content):
+    for rec in split_lines(content, at_file_start):
         if rec.text is None:
             out.append(rec)
             continue

@@ -42,7 +42,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,16 @@ import pyarrow as pa
 
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
-from udfs.framing import KafkaParquetError, RawRecord, kafka_parquet_columns, split_file, strip_bom
+from udfs.framing import (
+    KafkaParquetError,
+    RawRecord,
+    kafka_parquet_columns,
+    line_blocks,
+    split_file,
+    split_kcat,
+    split_lines,
+    strip_bom,
+)
 from udfs.types import widest_type
 
 RECORDS_DDL = (
@@ -86,7 +95,16 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 DECODE_CHUNK = 2000
 #: text (or base64) bytes of one landing file's records that an Arrow string column, with
 #: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
+#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` files by blocks: there, only a longer line)
 MAX_FILE_TEXT_BYTES = 2**31 - 1
+#: bytes of a ``LINE_FRAMINGS`` file ``cdc_decode_records`` reads at a time (whole lines). A
+#: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
+#: a 210 MiB file: 8 MiB blocks 118 MiB, the whole file at once 630 MiB; same time)
+LINES_BLOCK_BYTES = 8 * 2**20
+#: the framings of one record per line, which ``cdc_decode_records`` reads by blocks
+LINE_FRAMINGS = ("lines", "kcat")
+#: the largest ``record_index`` (an ``int``)
+MAX_RECORD_INDEX = 2**31 - 1
 
 
 class FileTooLargeError(ValueError):
@@ -215,7 +233,7 @@ def file_records_struct(content: bytes, framing: str, opts: str | None, struct_t
     return part
 
 
-def valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
+def valid_lines_struct(content: bytes, struct_type: pa.StructType, at_file_start: bool = True) -> pa.StructArray | None:
     """The ``lines`` framing of ``content`` as records, or None for a file this fast path
     leaves to :func:`udfs.framing.split_lines` (one holding invalid UTF-8, whose bad lines
     are quarantined one by one, or a ``\\r``).
@@ -224,11 +242,12 @@ def valid_lines_struct(content: bytes, struct_type: pa.StructType) -> pa.StructA
     are not records. The lines are cut out of the file's bytes by Arrow without a Python
     object per line; the cast to text checks their UTF-8 (a ``\\n`` byte never falls
     inside a multi-byte sequence, so a file splits into the same lines either way).
+    ``at_file_start``: as ``split_lines``'.
     """
     import numpy as np
     import pyarrow.compute as pc
 
-    body = strip_bom(content)
+    body = strip_bom(content) if at_file_start else content
     if b"\r" in body:
         return None
     if not body.endswith(b"\n"):
@@ -314,7 +333,7 @@ except ImportError:  # pragma: no cover - the project's environment has it
     _KCAT_FAST_ERRORS = ()
 
 
-def kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | None:
+def kcat_struct(content: bytes, struct_type: pa.StructType, at_file_start: bool = True) -> pa.StructArray | None:
     """The ``kcat`` framing of ``content`` as records, or None for a file this fast path
     leaves to :func:`udfs.framing.split_kcat`: one with any line it cannot take exactly
     (not an object with a text ``payload``, a key that is not text, a number out of
@@ -324,13 +343,14 @@ def kcat_struct(content: bytes, struct_type: pa.StructType) -> pa.StructArray | 
     Same lines as ``split_lines`` (BOM dropped, blank lines skipped). Each line is parsed
     straight into its fields (no dict and no ``RawRecord`` per line), and each field
     becomes one Arrow column: about half the time of ``split_kcat`` + ``_records_struct``
-    (BENCHMARKS.md).
+    (BENCHMARKS.md). ``at_file_start``: as ``split_lines``'.
     """
     if _KCAT_LINE is None:
         return None
+    body = strip_bom(content) if at_file_start else content
     try:
         # a line's \r is JSON whitespace to msgspec, as split_lines cuts it
-        lines = [_KCAT_LINE.decode(line) for line in strip_bom(content).split(b"\n") if line.strip()]
+        lines = [_KCAT_LINE.decode(line) for line in body.split(b"\n") if line.strip()]
         payloads = [m.payload for m in lines]
         columns = {
             "text": pa.array(payloads, type=pa.string()),
@@ -568,36 +588,111 @@ def decode_record_batches(
     framings: pa.Array,
     options: pa.Array,
     chunk: int = DECODE_CHUNK,
+    block_bytes: int = LINES_BLOCK_BYTES,
 ) -> Iterator[pa.RecordBatch]:
     """Pure function behind ``cdc_decode_records``: the records of each file (null path
     or framing: none), decoded as :func:`decode_files_array` decodes them, as record
     batches of ``DECODED_RECORD_ROWS_DDL`` of at most ``chunk`` rows, one file after
     the other.
 
-    A file's records are read at once (its framing needs the whole file), but decoded
-    and yielded ``chunk`` at a time: the worker holds one file's records and one
-    chunk's results, and Spark gets rows of one record each.
+    A ``lines`` or ``kcat`` file is read ``block_bytes`` at a time (:func:`line_file_records`), so
+    the worker holds one block, its records and one chunk's results whatever the
+    file's size, and the file has no text limit (only a line does). Other framings
+    need the whole file: its records are read at once, then decoded ``chunk`` at a time.
     """
+    struct_type: pa.StructType = RECORDS_TYPE.value_type
     for path, framing, opts in zip(paths.to_pylist(), framings.to_pylist(), options.to_pylist(), strict=True):
         if path is None or framing is None:
             continue
-        values = read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()
-        for start in range(0, len(values), chunk):
-            # a copy of the chunk (a few MB of text), not a slice: pyarrow 22's if_else
-            # over a sliced string array returns invalid offsets
-            part = pa.concat_arrays([values.slice(start, chunk)])
+        if framing in LINE_FRAMINGS:
+            parts: Iterable[pa.StructArray] = line_file_records(path, framing, struct_type, block_bytes)
+        else:
+            parts = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
+        for part in _chunks(parts, chunk):
             n = len(part)
-            file_column = pa.repeat(pa.scalar(path, pa.string()), n)
-            yield record_rows(
-                file_column, _decoded_records(part, pa.repeat(pa.scalar(opts, pa.string()), n), file_column, n)
+            yield record_rows(path, _decoded_records(part, _repeat(opts, n), _repeat(path, n), n))
+
+
+def _chunks(parts: Iterable[pa.StructArray], chunk: int) -> Iterator[pa.StructArray]:
+    """The records of ``parts``, in order, ``chunk`` at a time (the last: the rest),
+    whatever the parts' sizes (a block of lines holds any number of records).
+
+    Each chunk is a copy (a few MB of text), not a slice: pyarrow 22's ``if_else`` over
+    a sliced string array returns invalid offsets.
+    """
+    held: list[pa.StructArray] = []
+    held_rows = 0
+    for part in parts:
+        start = 0
+        while start < len(part):
+            take = min(chunk - held_rows, len(part) - start)
+            held.append(part.slice(start, take))
+            held_rows += take
+            start += take
+            if held_rows == chunk:
+                yield pa.concat_arrays(held)
+                held, held_rows = [], 0
+    if held_rows:
+        yield pa.concat_arrays(held)
+
+
+def line_file_records(
+    path: str, framing: str, struct_type: pa.StructType, block_bytes: int
+) -> Iterator[pa.StructArray]:
+    """The records of a file of one record per line (``LINE_FRAMINGS``) as
+    ``RECORDS_DDL``'s struct, a block of lines at a time
+    (:func:`udfs.framing.line_blocks`): the records :func:`file_records_struct` cuts out
+    of the whole file, numbered on from block to block, without its limit on the file's
+    text. A line longer than ``MAX_FILE_TEXT_BYTES`` is one record with a framing error
+    that says so (its text is not held); a file of more records than an ``int`` can
+    number fails with a clear error.
+    """
+    import pyarrow.compute as pc
+
+    index = 0
+    with open(local_path(path), "rb") as fh:
+        for number, block in enumerate(line_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES)):
+            if isinstance(block, int):
+                reason = (
+                    f"line too large: {block:,} bytes, more than the {MAX_FILE_TEXT_BYTES:,} one record may hold "
+                    "(Arrow's 32-bit offsets)"
+                )
+                records = _records_struct([RawRecord(0, None, error=reason)], struct_type)
+            else:
+                records = _line_block_records(block, framing, struct_type, at_file_start=number == 0)
+            if not len(records):
+                continue
+            if index + len(records) - 1 > MAX_RECORD_INDEX:
+                raise ValueError(
+                    f"{path}: more than {MAX_RECORD_INDEX + 1:,} records, more than record_index (an int) can "
+                    "number; split the file"
+                )
+            shifted = pc.add(records.field("record_index"), pa.scalar(index, pa.int32()))
+            index += len(records)
+            yield pa.StructArray.from_arrays(
+                [shifted if f.name == "record_index" else records.field(f.name) for f in struct_type],
+                fields=list(struct_type),
             )
 
 
-def record_rows(source_file: pa.Array, decoded: pa.StructArray) -> pa.RecordBatch:
-    """Decoded records (``DECODED_RECORDS_DDL``'s struct) and each one's file, as rows
-    of ``DECODED_RECORD_ROWS_DDL``."""
+def _line_block_records(block: bytes, framing: str, struct_type: pa.StructType, at_file_start: bool) -> pa.StructArray:
+    """:func:`file_records_struct` of a block of whole lines."""
+    if framing == "lines":
+        part = valid_lines_struct(block, struct_type, at_file_start)
+        return part if part is not None else _records_struct(split_lines(block, at_file_start), struct_type)
+    part = kcat_struct(block, struct_type, at_file_start)
+    return part if part is not None else _records_struct(split_kcat(block, at_file_start), struct_type)
+
+
+def _repeat(value: str | None, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
+def record_rows(source_file: str, decoded: pa.StructArray) -> pa.RecordBatch:
+    """Decoded records of one file (``DECODED_RECORDS_DDL``'s struct), as rows of
+    ``DECODED_RECORD_ROWS_DDL``."""
     return pa.RecordBatch.from_arrays(
-        [source_file, *decoded.flatten()], names=["source_file", *(f.name for f in decoded.type)]
+        [_repeat(source_file, len(decoded)), *decoded.flatten()], names=["source_file", *(f.name for f in decoded.type)]
     )
 
 

@@ -147,3 +147,25 @@ def test_columnar_decode_bench_checks_every_format() -> None:
         table = [line.split() for line in done.stdout.splitlines() if line.endswith("x")]  # the figures
         rows = [row for row in table if row[0] in ("decode_records", "columnar")]
         assert len(rows) == 2 and all(float(row[1].replace(",", "")) > 0 for row in rows), done.stdout
+
+
+def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path) -> None:
+    """``python -m bench.file_memory``: one run per block size, each a fresh process
+    that decodes every record of the file, and a row of figures per size."""
+    out = tmp_path / "file_memory.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.file_memory", "--events", "400", "--rounds", "1", "--blocks", "0.01,whole"]
+        + ["--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    blocks = json.loads(out.read_text())["blocks"]
+    assert list(blocks) == ["0.01", "whole"]
+    for figures in blocks.values():
+        assert figures["records"] == 400 and figures["changes"] >= 400, figures
+        assert figures["peak_mib"] >= figures["peak_before_mib"] > 0 and figures["cpu_s"] > 0, figures
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith(("0.01 MiB", "whole"))]
+    assert [row[-2:] for row in rows] == [["400", row[-1]] for row in rows] and len(rows) == 2, done.stdout

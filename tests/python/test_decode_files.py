@@ -9,7 +9,8 @@
   envelope without ``op`` and a line that is not UTF-8 among them), Arcion CSV with a
   header row and the table taken from the file's path, Kafka dumps as parquet (Debezium
   text values with keys and a tombstone, DTS Avro binary values, and a parquet file
-  that is not a Kafka dump), an empty file and a null path;
+  that is not a Kafka dump), the same envelopes as ``kcat`` lines, an empty file and a
+  null path;
 * the raw record comes out only for a quarantined record (a framing error or a
   ``quarantined`` result), base64 where the bytes are not UTF-8, and a framing error
   has no result;
@@ -18,8 +19,10 @@
 * through Spark: the registered function in SQL against the two functions composed in
   SQL; the Arrow types are Spark's parse of the DDL;
 * ``cdc_decode_records`` (the table function the models run): the same records as
-  ``decode_files_array``, one row each with its file, in batches of at most the chunk
-  size that never span two files (pure), and in SQL over ``TABLE(...)``.
+  ``decode_files_array``, one row each with its file, in batches of the chunk size
+  (a file's last: the rest) that never span two files, with ``lines`` files read in
+  blocks of 100 bytes and of the default size (pure), and in SQL over ``TABLE(...)``.
+  The blocks themselves: ``test_lines_blocks.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from udfs.spark_udfs import (
     DECODE_CHUNK,
     DECODED_RECORDS_DDL,
     DECODED_RECORDS_TYPE,
+    LINES_BLOCK_BYTES,
     RECORDS_DDL,
     RECORDS_TYPE,
     decode_files_array,
@@ -125,6 +129,12 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
     # a Kafka dump of the same envelopes: keys, a tombstone, a value that is not UTF-8
     lines = content.split(b"\n")[:40]
     (root / "dbz.parquet").write_bytes(_kafka_dump([*lines, None], [b'{"id":1}', b"\xff", *[None] * 39]))
+    kcat = [
+        json.dumps({"topic": "shop", "partition": 0, "offset": i, "ts": 2176914361503, "payload": line.decode()})
+        for i, line in enumerate(lines)
+        if b"\xff" not in line
+    ]
+    (root / "dbz.kcat").write_text("\n".join(kcat) + "\n")
     (root / "not_a_dump.parquet").write_bytes(_kafka_dump([b"{}"], [None], offset=pa.array(["7"])))
     (root / "avro.parquet").write_bytes(_kafka_dump([_avro_insert(1), b"\x00\xff", None, _avro_insert(2)]))
     dbz = _options("debezium_json", "lines", {}, tables)
@@ -147,6 +157,7 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
         (str(root / "dbz.parquet"), "kafka_parquet", dbz_kafka),
         (str(root / "not_a_dump.parquet"), "kafka_parquet", dbz_kafka),
         (str(root / "avro.parquet"), "kafka_parquet", avro),
+        (str(root / "dbz.kcat"), "kcat", _options("debezium_json", "kcat", {}, tables)),
     ]
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
@@ -187,7 +198,7 @@ def test_same_records_as_read_then_decode(landing) -> None:
     got = decode_files_array(*_arrays(landing))
     expected = _reference(*landing)
     assert got.type == DECODED_RECORDS_TYPE
-    assert len(got) == 9 and got.is_null().to_pylist() == [False, False, True, *[False] * 6]
+    assert len(got) == 10 and got.is_null().to_pylist() == [False, False, True, *[False] * 7]
     for i in range(len(expected)):
         assert got[i].equals(expected[i]), (i, landing[0][i])
     assert got.equals(expected)
@@ -201,7 +212,7 @@ def test_same_records_as_read_then_decode(landing) -> None:
     assert all(r["raw_record"] is None for r, s in zip(records, statuses, strict=True) if s == "ok")
     assert [r["raw_record"] for r, s in zip(records, statuses, strict=True) if s == "quarantined"].count(
         "not json"
-    ) == 3  # in both Debezium files and the Kafka dump of their first lines
+    ) == 4  # in both Debezium files, the Kafka dump and the kcat file of their first lines
     csv_rows = got[1].values.to_pylist()
     assert [dict(c["after"])["r_name"] for r in csv_rows for c in r["result"]["changes"]] == ["AFRICA", "A"]
     # the Kafka dumps: every message a record with its metadata, exact milliseconds
@@ -220,6 +231,9 @@ def test_same_records_as_read_then_decode(landing) -> None:
     assert not_a_dump["error"] == "column 'offset' is string, not an integer" and not_a_dump["raw_is_base64"]
     avro_rows = got[8].values.to_pylist()
     assert [r["result"]["status"] for r in avro_rows] == ["ok", "quarantined", "skipped", "ok"]
+    kcat_rows = got[9].values.to_pylist()  # the first lines as kcat messages, the one not UTF-8 left out
+    assert [r["kafka_offset"] for r in kcat_rows] == [i for i in range(40) if i != 9]
+    assert [r["result"]["status"] for r in kcat_rows].count("ok") >= 30
     assert [dict(r["result"]["changes"][0]["after"]) for r in (avro_rows[0], avro_rows[3])] == [
         {"id": "1"},
         {"id": "2"},
@@ -238,12 +252,15 @@ def test_no_files(landing) -> None:
     assert decode_files_array(empty, empty, empty).equals(pa.array([], type=DECODED_RECORDS_TYPE))
 
 
-@pytest.mark.parametrize("chunk", [7, DECODE_CHUNK])
-def test_record_batches_hold_the_same_records(landing, chunk) -> None:
+@pytest.mark.parametrize(("chunk", "block_bytes"), [(7, 100), (DECODE_CHUNK, 100), (DECODE_CHUNK, LINES_BLOCK_BYTES)])
+def test_record_batches_hold_the_same_records(landing, chunk, block_bytes) -> None:
     arrays = _arrays(landing)
     nested = decode_files_array(*arrays)
-    batches = list(decode_record_batches(*arrays, chunk=chunk))
+    batches = list(decode_record_batches(*arrays, chunk=chunk, block_bytes=block_bytes))
     assert batches and all(0 < b.num_rows <= chunk for b in batches)
+    # full chunks whatever the blocks: only a file's last batch is smaller
+    sizes = [(b.column("source_file")[0].as_py(), b.num_rows) for b in batches]
+    assert all(n == chunk for (file, n), (following, _) in itertools.pairwise(sizes) if file == following)
     # a batch belongs to one file, and the files come in their order, null path skipped
     files = [b.column("source_file").unique().to_pylist() for b in batches]
     assert all(len(f) == 1 for f in files)
