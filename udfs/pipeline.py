@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,12 +101,12 @@ def run_dbt(
     target: str = "session",
     retry_quarantine: bool = False,
 ) -> Any:
-    """Invoke dbt in this process; raise :class:`PipelineError` on failure."""
+    """Invoke dbt in this process; raise :class:`PipelineError` on failure. The
+    environment dbt reads (``CDC_SCHEMA`` for the profiles) is set for the call only:
+    the caller's process gets its environment back."""
     from dbt.cli.main import dbtRunner
 
     dbt_dir = config.warehouse / "dbt"
-    os.environ["CDC_SCHEMA"] = config.schema
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     args = [
         command,
         "--project-dir",
@@ -124,10 +126,30 @@ def run_dbt(
         *(["--threads", str(dbt_threads(config, target))] if command in THREADED_COMMANDS else []),
         *(extra or []),
     ]
-    result = dbtRunner(callbacks=_fault_injection_callbacks()).invoke(args)
+    env = {
+        "CDC_SCHEMA": config.schema,
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": os.environ.get("DBT_SEND_ANONYMOUS_USAGE_STATS", "false"),
+    }
+    with _environ(env):
+        result = dbtRunner(callbacks=_fault_injection_callbacks()).invoke(args)
     if not result.success:
         raise PipelineError(_failure_message(result))
     return result
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in ``os.environ`` inside the block; each name as it was after it."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _fault_injection_callbacks() -> list[Any]:

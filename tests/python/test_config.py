@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 
@@ -102,9 +104,12 @@ def test_dbt_threads_default_to_four_and_reach_the_dbt_command_that_runs_nodes(t
 
         def invoke(self, args):
             calls.append(list(args))
+            schemas.append(os.environ.get("CDC_SCHEMA"))
             return type("Result", (), {"success": True})()
 
+    schemas: list[str | None] = []
     monkeypatch.setattr(dbt.cli.main, "dbtRunner", Runner)
+    monkeypatch.delenv("CDC_SCHEMA", raising=False)
     config = load_config(_write(tmp_path, [feed("debezium_json")]))
     assert config.dbt_threads == 4
     config = load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=1))
@@ -115,6 +120,11 @@ def test_dbt_threads_default_to_four_and_reach_the_dbt_command_that_runs_nodes(t
     config = load_config(_write(tmp_path, [feed("debezium_json")], dbt_threads=3))
     pipeline.run_dbt(config, "build", target="thrift")
     build, operation, thrift = calls
+    # dbt's profiles read the schema from the environment, set for the call only
+    assert schemas == [config.schema] * 3 and "CDC_SCHEMA" not in os.environ
+    monkeypatch.setenv("CDC_SCHEMA", "the_callers")
+    pipeline.run_dbt(config, "build")
+    assert schemas[-1] == config.schema and os.environ["CDC_SCHEMA"] == "the_callers"
     assert build[build.index("--threads") + 1] == "1"
     assert "--threads" not in operation  # run-operation takes no --threads
     # through a Thrift server one at a time (its shared session's temporary views)
