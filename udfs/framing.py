@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 FRAMINGS = ("lines", "documents", "kcat", "kafka_parquet", "csv", "length_prefixed")
 
@@ -304,64 +305,125 @@ def _kafka_column(table: pa.Table, name: str) -> pa.Array | None:
 
 
 def _kafka_timestamps_ms(column: pa.Array) -> pa.Array:
-    """A ``timestamp`` column as bigint milliseconds since the epoch, exactly: Arrow's
-    integer count of the column's unit, divided rounding down (never through a float).
-    A timestamp without a time zone is read as UTC: Spark writes its INT96 and
-    ``TIMESTAMP_*`` parquet values as UTC instants."""
+    """A ``timestamp`` column (checked by :func:`check_kafka_dump`) as bigint
+    milliseconds since the epoch, exactly: Arrow's integer count of the column's unit,
+    divided rounding down (never through a float). A timestamp without a time zone is
+    read as UTC: Spark writes its INT96 and ``TIMESTAMP_*`` parquet values as UTC instants."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.types as pat
 
     if pat.is_integer(column.type):
         return column.cast(pa.int64())
-    if not pat.is_timestamp(column.type):
-        raise KafkaParquetError(f"column 'timestamp' is {column.type}, not a timestamp")
     counts = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
     factor = _MS_PER_UNIT[column.type.unit]
     ms = counts * factor if factor > 0 else np.floor_divide(counts, -factor)
     return pa.array(ms, type=pa.int64(), mask=column.is_null().to_numpy(zero_copy_only=False))
 
 
-def kafka_parquet_columns(content: bytes, binary_values: bool = False) -> dict[str, pa.Array]:
-    """The records of a ``kafka_parquet`` file as Arrow columns, one element per
-    message in file order: ``text``, ``error`` and ``raw_b64`` (as :func:`_utf8`, or for
-    ``binary_values`` the value as base64 in both), ``kafka_key`` (text; a key that is not
-    UTF-8 is null), ``kafka_topic`` (the texts as ``large_string``), ``kafka_partition``,
-    ``kafka_offset`` and ``kafka_timestamp_ms``. A null value is a tombstone (``text``
-    null).
-
-    Column by column, so a file of a million messages costs a million times one, not its
-    square. Raises :class:`KafkaParquetError` for a file that is not a Kafka dump: not
-    parquet, no ``value`` column, a column of a type the Kafka source does not write
-    (``key`` and ``value`` binary or text, ``topic`` text, ``partition`` and ``offset``
-    integers, ``timestamp`` a timestamp or integer milliseconds), a ``partition`` beyond
-    int or an ``offset`` beyond bigint.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def read_kafka_dump(content: bytes) -> pa.Table:
+    """A ``kafka_parquet`` file's table, checked by :func:`check_kafka_dump`."""
     import pyarrow.parquet as pq
-    import pyarrow.types as pat
 
     try:
         table = pq.read_table(io.BytesIO(content))
     except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
         raise KafkaParquetError(f"not parquet: {exc}") from exc
+    check_kafka_dump(table.schema, table)
+    return table
+
+
+def check_kafka_dump(schema: pa.Schema, integers: pa.Table) -> None:
+    """Raise :class:`KafkaParquetError` for a file that is not a Kafka dump: no
+    ``value`` column, a column of a type the Kafka source does not write (``key`` and
+    ``value`` binary or text, ``topic`` text, ``partition`` and ``offset`` integers,
+    ``timestamp`` a timestamp or integer milliseconds), a ``partition`` beyond int or an
+    ``offset`` beyond bigint. ``schema``: the file's; ``integers``: a table holding at
+    least its ``partition`` and ``offset`` columns, whole (their ranges are checked)."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pat
+
+    def type_of(name: str) -> pa.DataType | None:
+        if name not in schema.names:
+            return None
+        kind = schema.field(name).type
+        return kind.value_type if pat.is_dictionary(kind) else kind
+
+    if "value" not in schema.names:
+        raise KafkaParquetError(f"not a Kafka dump: no 'value' column (columns: {', '.join(schema.names)})")
+    for name in ("value", *_KAFKA_TEXT):
+        kind = type_of(name)
+        if kind is None:
+            continue
+        if not (pat.is_string(kind) or pat.is_large_string(kind) or pat.is_binary(kind)
+                or pat.is_large_binary(kind) or pat.is_null(kind)):  # fmt: skip
+            raise KafkaParquetError(f"column {name!r} is {kind}, not binary or text")
+        if name == "topic" and pat.is_binary(kind):
+            raise KafkaParquetError("column 'topic' is binary, not text")
+    for name, bits in _KAFKA_INTEGERS.items():
+        kind = type_of(name)
+        if kind is None:
+            continue
+        if not pat.is_integer(kind):
+            raise KafkaParquetError(f"column {name!r} is {kind}, not an integer")
+        lo, hi = pc.min_max(integers.column(name)).values()
+        if lo.is_valid and not (-(2**bits) <= lo.as_py() and hi.as_py() < 2**bits):
+            raise KafkaParquetError(f"column {name!r} holds {lo.as_py()}..{hi.as_py()}, beyond {bits + 1}-bit integers")
+    kind = type_of("timestamp")
+    if kind is not None and not (pat.is_integer(kind) or pat.is_timestamp(kind)):
+        raise KafkaParquetError(f"column 'timestamp' is {kind}, not a timestamp")
+
+
+def open_kafka_dump(path: str) -> pq.ParquetFile:
+    """A ``kafka_parquet`` file opened to be read a batch at a time, checked as
+    :func:`read_kafka_dump` checks the whole file (its integer columns are read whole,
+    for their ranges). Raises :class:`KafkaParquetError` as that function does."""
+    import pyarrow.parquet as pq
+
+    try:
+        # buffer_size: a row group's column chunks are read 1 MiB at a time, not whole
+        dump = pq.ParquetFile(path, buffer_size=2**20)
+        integers = dump.read(columns=[name for name in _KAFKA_INTEGERS if name in dump.schema_arrow.names])
+    except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
+        raise KafkaParquetError(f"not parquet: {exc}") from exc
+    try:
+        check_kafka_dump(dump.schema_arrow, integers)
+    except KafkaParquetError:
+        dump.close()
+        raise
+    return dump
+
+
+def kafka_parquet_columns(content: bytes, binary_values: bool = False) -> dict[str, pa.Array]:
+    """The records of a ``kafka_parquet`` file as Arrow columns
+    (:func:`kafka_dump_columns` of :func:`read_kafka_dump`). Raises
+    :class:`KafkaParquetError` for a file that is not a Kafka dump (not parquet, or
+    what :func:`check_kafka_dump` rejects)."""
+    return kafka_dump_columns(read_kafka_dump(content), binary_values)
+
+
+def kafka_dump_columns(table: pa.Table, binary_values: bool = False) -> dict[str, pa.Array]:
+    """The records of a checked Kafka dump's ``table`` (the whole file, or a batch of
+    it) as Arrow columns, one element per message in file order: ``text``, ``error``
+    and ``raw_b64`` (as :func:`_utf8`, or for ``binary_values`` the value as base64 in
+    both), ``kafka_key`` (text; a key that is not UTF-8 is null), ``kafka_topic`` (the
+    texts as ``large_string``), ``kafka_partition``, ``kafka_offset`` and
+    ``kafka_timestamp_ms``. A null value is a tombstone (``text`` null).
+
+    Column by column, so a file of a million messages costs a million times one, not its
+    square.
+    """
+    import pyarrow as pa
+    import pyarrow.types as pat
+
     n = table.num_rows
-    value = _kafka_column(table, "value")
-    if value is None:
-        raise KafkaParquetError(f"not a Kafka dump: no 'value' column (columns: {', '.join(table.column_names)})")
     columns: dict[str, pa.Array] = {}
     for name in ("value", *_KAFKA_TEXT):
-        col = value if name == "value" else _kafka_column(table, name)
+        col = _kafka_column(table, name)
         if col is None:
             col = pa.nulls(n, pa.string())
         elif pat.is_dictionary(col.type):
             col = col.dictionary_decode()
-        if not (pat.is_string(col.type) or pat.is_large_string(col.type) or pat.is_binary(col.type)
-                or pat.is_large_binary(col.type) or pat.is_null(col.type)):  # fmt: skip
-            raise KafkaParquetError(f"column {name!r} is {col.type}, not binary or text")
-        if name == "topic" and pat.is_binary(col.type):
-            raise KafkaParquetError("column 'topic' is binary, not text")
         columns[name] = col
     # the texts stay large_string (64-bit offsets): the caller checks what one Arrow
     # string column can hold before it casts them
@@ -386,15 +448,8 @@ def kafka_parquet_columns(content: bytes, binary_values: bool = False) -> dict[s
     columns["kafka_topic"] = columns.pop("topic").cast(pa.large_string())
     for name, bits in _KAFKA_INTEGERS.items():
         col = _kafka_column(table, name)
-        if col is None:
-            columns[f"kafka_{name}"] = pa.nulls(n, pa.int32() if bits == 31 else pa.int64())
-            continue
-        if not pat.is_integer(col.type):
-            raise KafkaParquetError(f"column {name!r} is {col.type}, not an integer")
-        lo, hi = pc.min_max(col).values()
-        if lo.is_valid and not (-(2**bits) <= lo.as_py() and hi.as_py() < 2**bits):
-            raise KafkaParquetError(f"column {name!r} holds {lo.as_py()}..{hi.as_py()}, beyond {bits + 1}-bit integers")
-        columns[f"kafka_{name}"] = col.cast(pa.int32() if bits == 31 else pa.int64())
+        kind = pa.int32() if bits == 31 else pa.int64()
+        columns[f"kafka_{name}"] = pa.nulls(n, kind) if col is None else col.cast(kind)
     stamp = _kafka_column(table, "timestamp")
     columns["kafka_timestamp_ms"] = pa.nulls(n, pa.int64()) if stamp is None else _kafka_timestamps_ms(stamp)
     return columns

@@ -54,8 +54,10 @@ from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch
 from udfs.framing import (
     KafkaParquetError,
     RawRecord,
+    kafka_dump_columns,
     kafka_parquet_columns,
     line_blocks,
+    open_kafka_dump,
     split_file,
     split_kcat,
     split_lines,
@@ -95,12 +97,16 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 DECODE_CHUNK = 2000
 #: text (or base64) bytes of one landing file's records that an Arrow string column, with
 #: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
-#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` files by blocks: there, only a longer line)
+#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` files by blocks and ``kafka_parquet``
+#: dumps by batches: there, only a longer line, or a batch, is limited)
 MAX_FILE_TEXT_BYTES = 2**31 - 1
 #: bytes of a ``LINE_FRAMINGS`` file ``cdc_decode_records`` reads at a time (whole lines). A
 #: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
-#: a 210 MiB file: 8 MiB blocks 118 MiB, the whole file at once 630 MiB; same time)
+#: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
 LINES_BLOCK_BYTES = 8 * 2**20
+#: messages of a ``kafka_parquet`` file ``cdc_decode_records`` reads at a time (their
+#: text must fit one Arrow string column: 2 MiB a message on average)
+KAFKA_BATCH_ROWS = 1000
 #: the framings of one record per line, which ``cdc_decode_records`` reads by blocks
 LINE_FRAMINGS = ("lines", "kcat")
 #: the largest ``record_index`` (an ``int``)
@@ -287,13 +293,19 @@ def kafka_parquet_struct(content: bytes, opts: str | None, struct_type: pa.Struc
     (:func:`udfs.framing.kafka_parquet_columns`: no ``RawRecord`` per message), or None
     for a file that is not a Kafka dump, whose one quarantined record
     :func:`udfs.framing.split_kafka_parquet` writes."""
-    import pyarrow.compute as pc
-
     decoder_options = json.loads(opts) if opts else {}
     try:
         columns = kafka_parquet_columns(content, _binary_values(decoder_options.get("format")))
     except KafkaParquetError:
         return None
+    return _kafka_records(columns, struct_type)
+
+
+def _kafka_records(columns: dict[str, pa.Array], struct_type: pa.StructType) -> pa.StructArray:
+    """Kafka messages' columns (:func:`udfs.framing.kafka_dump_columns`) as records
+    numbered from 0; :class:`FileTooLargeError` past ``MAX_FILE_TEXT_BYTES`` of text."""
+    import pyarrow.compute as pc
+
     for name in ("text", "raw_b64"):
         text_bytes = pc.sum(pc.binary_length(columns[name])).as_py() or 0
         if text_bytes > MAX_FILE_TEXT_BYTES:
@@ -589,23 +601,31 @@ def decode_record_batches(
     options: pa.Array,
     chunk: int = DECODE_CHUNK,
     block_bytes: int = LINES_BLOCK_BYTES,
+    whole_files: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Pure function behind ``cdc_decode_records``: the records of each file (null path
     or framing: none), decoded as :func:`decode_files_array` decodes them, as record
     batches of ``DECODED_RECORD_ROWS_DDL`` of at most ``chunk`` rows, one file after
     the other.
 
-    A ``lines`` or ``kcat`` file is read ``block_bytes`` at a time (:func:`line_file_records`), so
-    the worker holds one block, its records and one chunk's results whatever the
-    file's size, and the file has no text limit (only a line does). Other framings
-    need the whole file: its records are read at once, then decoded ``chunk`` at a time.
+    A ``lines`` or ``kcat`` file is read ``block_bytes`` at a time (:func:`line_file_records`),
+    a ``kafka_parquet`` file ``KAFKA_BATCH_ROWS`` messages at a time
+    (:func:`kafka_parquet_file_records`), so the worker holds one block, its records and
+    one chunk's results whatever the file's size, and the file has no text limit (only
+    a line or a batch does). The other framings need the whole file: its records are
+    read at once, then decoded ``chunk`` at a time. ``whole_files``: every file read at
+    once, as before 2026-11-26 (``bench.file_memory``'s reference).
     """
     struct_type: pa.StructType = RECORDS_TYPE.value_type
     for path, framing, opts in zip(paths.to_pylist(), framings.to_pylist(), options.to_pylist(), strict=True):
         if path is None or framing is None:
             continue
-        if framing in LINE_FRAMINGS:
-            parts: Iterable[pa.StructArray] = line_file_records(path, framing, struct_type, block_bytes)
+        if whole_files:
+            parts: Iterable[pa.StructArray] = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
+        elif framing in LINE_FRAMINGS:
+            parts = line_file_records(path, framing, struct_type, block_bytes)
+        elif framing == "kafka_parquet":
+            parts = kafka_parquet_file_records(path, opts, struct_type)
         else:
             parts = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
         for part in _chunks(parts, chunk):
@@ -647,8 +667,6 @@ def line_file_records(
     that says so (its text is not held); a file of more records than an ``int`` can
     number fails with a clear error.
     """
-    import pyarrow.compute as pc
-
     index = 0
     with open(local_path(path), "rb") as fh:
         for number, block in enumerate(line_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES)):
@@ -660,19 +678,67 @@ def line_file_records(
                 records = _records_struct([RawRecord(0, None, error=reason)], struct_type)
             else:
                 records = _line_block_records(block, framing, struct_type, at_file_start=number == 0)
-            if not len(records):
-                continue
-            if index + len(records) - 1 > MAX_RECORD_INDEX:
-                raise ValueError(
-                    f"{path}: more than {MAX_RECORD_INDEX + 1:,} records, more than record_index (an int) can "
-                    "number; split the file"
-                )
-            shifted = pc.add(records.field("record_index"), pa.scalar(index, pa.int32()))
-            index += len(records)
-            yield pa.StructArray.from_arrays(
-                [shifted if f.name == "record_index" else records.field(f.name) for f in struct_type],
-                fields=list(struct_type),
-            )
+            if len(records):
+                yield _numbered_from(records, index, path)
+                index += len(records)
+
+
+def kafka_parquet_file_records(path: str, opts: str | None, struct_type: pa.StructType) -> Iterator[pa.StructArray]:
+    """The records of a ``kafka_parquet`` file (``RECORDS_DDL``'s struct),
+    ``KAFKA_BATCH_ROWS`` messages at a time (:func:`udfs.framing.open_kafka_dump`): the
+    records :func:`file_records_struct` cuts out of the whole file, without its limit on
+    the file's text (a batch must fit: past it, the run fails with the reason).
+
+    A file that is not a Kafka dump is the one quarantined record ``file_records_struct``
+    writes (the file as base64). A file whose footer reads but whose data fails further
+    on (a damaged page) keeps the messages read before, then one quarantined record
+    with the reader's error (without the file's bytes).
+    """
+    decoder_options = json.loads(opts) if opts else {}
+    binary_values = _binary_values(decoder_options.get("format"))
+    try:
+        dump = open_kafka_dump(local_path(path))
+    except KafkaParquetError:
+        yield read_records_array([path], ["kafka_parquet"], [opts], RECORDS_TYPE).flatten()
+        return
+    index = 0
+    with dump:
+        # row group by row group: a damaged one loses no message of the ones before
+        batches = (
+            batch
+            for group in range(dump.num_row_groups)
+            for batch in dump.iter_batches(batch_size=KAFKA_BATCH_ROWS, row_groups=[group])
+        )
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception as exc:  # noqa: BLE001 - a damaged file is quarantined, the run goes on
+                reason = f"not parquet: {exc} (after {index:,} messages)"
+                yield _numbered_from(_records_struct([RawRecord(0, None, error=reason)], struct_type), index, path)
+                return
+            if batch is None:
+                return
+            records = _kafka_records(kafka_dump_columns(pa.Table.from_batches([batch]), binary_values), struct_type)
+            if len(records):
+                yield _numbered_from(records, index, path)
+                index += len(records)
+
+
+def _numbered_from(records: pa.StructArray, first: int, path: str) -> pa.StructArray:
+    """``records`` (numbered from 0) numbered from ``first``: the part of a file read
+    after ``first`` records. More records than an ``int`` numbers is an error."""
+    import pyarrow.compute as pc
+
+    if first + len(records) - 1 > MAX_RECORD_INDEX:
+        raise ValueError(
+            f"{path}: more than {MAX_RECORD_INDEX + 1:,} records, more than record_index (an int) can "
+            "number; split the file"
+        )
+    shifted = pc.add(records.field("record_index"), pa.scalar(first, pa.int32()))
+    return pa.StructArray.from_arrays(
+        [shifted if f.name == "record_index" else records.field(f.name) for f in records.type],
+        fields=list(records.type),
+    )
 
 
 def _line_block_records(block: bytes, framing: str, struct_type: pa.StructType, at_file_start: bool) -> pa.StructArray:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -149,13 +151,16 @@ def test_columnar_decode_bench_checks_every_format() -> None:
         assert len(rows) == 2 and all(float(row[1].replace(",", "")) > 0 for row in rows), done.stdout
 
 
-def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path) -> None:
-    """``python -m bench.file_memory``: one run per block size, each a fresh process
-    that decodes every record of the file, and a row of figures per size."""
+@pytest.mark.parametrize(
+    ("framing", "setting", "label"), [("lines", "0.01", "0.01 MiB"), ("kafka_parquet", "7", "7 msgs")]
+)
+def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path, framing, setting, label) -> None:
+    """``python -m bench.file_memory``: one run per setting, each a fresh process that
+    decodes every record of the file, and a row of figures per setting."""
     out = tmp_path / "file_memory.json"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.file_memory", "--events", "400", "--rounds", "1", "--blocks", "0.01,whole"]
-        + ["--out", str(out)],
+        [sys.executable, "-m", "bench.file_memory", "--events", "400", "--rounds", "1", "--framing", framing]
+        + ["--blocks", f"{setting},whole", "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -163,9 +168,9 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
     )
     assert done.returncode == 0, done.stderr[-4000:]
     blocks = json.loads(out.read_text())["blocks"]
-    assert list(blocks) == ["0.01", "whole"]
+    assert list(blocks) == [setting, "whole"]
     for figures in blocks.values():
         assert figures["records"] == 400 and figures["changes"] >= 400, figures
         assert figures["peak_mib"] >= figures["peak_before_mib"] > 0 and figures["cpu_s"] > 0, figures
-    rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith(("0.01 MiB", "whole"))]
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith((label, "whole"))]
     assert [row[-2:] for row in rows] == [["400", row[-1]] for row in rows] and len(rows) == 2, done.stdout

@@ -252,11 +252,14 @@ def test_no_files(landing) -> None:
     assert decode_files_array(empty, empty, empty).equals(pa.array([], type=DECODED_RECORDS_TYPE))
 
 
-@pytest.mark.parametrize(("chunk", "block_bytes"), [(7, 100), (DECODE_CHUNK, 100), (DECODE_CHUNK, LINES_BLOCK_BYTES)])
-def test_record_batches_hold_the_same_records(landing, chunk, block_bytes) -> None:
+@pytest.mark.parametrize(
+    ("chunk", "block_bytes", "whole_files"),
+    [(7, 100, False), (DECODE_CHUNK, 100, False), (DECODE_CHUNK, LINES_BLOCK_BYTES, False), (7, 100, True)],
+)
+def test_record_batches_hold_the_same_records(landing, chunk, block_bytes, whole_files) -> None:
     arrays = _arrays(landing)
     nested = decode_files_array(*arrays)
-    batches = list(decode_record_batches(*arrays, chunk=chunk, block_bytes=block_bytes))
+    batches = list(decode_record_batches(*arrays, chunk=chunk, block_bytes=block_bytes, whole_files=whole_files))
     assert batches and all(0 < b.num_rows <= chunk for b in batches)
     # full chunks whatever the blocks: only a file's last batch is smaller
     sizes = [(b.column("source_file")[0].as_py(), b.num_rows) for b in batches]
