@@ -39,7 +39,7 @@ import base64
 import dataclasses
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -289,6 +289,14 @@ def split_length_prefixed(content: bytes) -> list[RawRecord]:
 #: the columns of a Kafka dump (Spark's Kafka source) a record keeps, and what each may be
 _KAFKA_TEXT = ("key", "topic")
 _KAFKA_INTEGERS = {"partition": 31, "offset": 63}
+#: pyarrow's threads for a parquet read: none. With them, a process that exits soon after
+#: a read aborts in about half the runs (pyarrow 22, "terminate called without an active
+#: exception", exit code 134; apache/arrow#34314), after a damaged file up to 16 in 20,
+#: read by ``pq.read_table`` or ``ParquetFile.read``; without them, none in 40
+PARQUET_THREADS = False
+#: every column of a dump a record is made of (a dump's other columns, such as the Kafka
+#: source's ``headers`` and ``timestampType``, are not read)
+_KAFKA_COLUMNS = ("key", "value", "topic", *_KAFKA_INTEGERS, "timestamp")
 #: milliseconds per unit of a timestamp column (a negative factor: divide, rounding down)
 _MS_PER_UNIT = {"s": 1000, "ms": 1, "us": -1000, "ns": -1_000_000}
 
@@ -326,22 +334,37 @@ def read_kafka_dump(content: bytes) -> pa.Table:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(io.BytesIO(content))
+        # ParquetFile, not pq.read_table, which cannot read a file with two columns of one
+        # name; use_threads=False: see PARQUET_THREADS
+        dump = pq.ParquetFile(io.BytesIO(content))
+        schema = dump.schema_arrow
+        table = dump.read(columns=kafka_columns_to_read(schema), use_threads=PARQUET_THREADS)
     except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
         raise KafkaParquetError(f"not parquet: {exc}") from exc
-    check_kafka_dump(table.schema, table)
+    check_kafka_dump(schema, table)
     return table
+
+
+def kafka_columns_to_read(schema: pa.Schema, names: Iterable[str] = _KAFKA_COLUMNS) -> list[str]:
+    """Those of ``names`` the file has exactly once (a repeated one is rejected by
+    :func:`check_kafka_dump` before anything reads it)."""
+    return [name for name in names if len(schema.get_all_field_indices(name)) == 1]
 
 
 def check_kafka_dump(schema: pa.Schema, integers: pa.Table) -> None:
     """Raise :class:`KafkaParquetError` for a file that is not a Kafka dump: no
     ``value`` column, a column of a type the Kafka source does not write (``key`` and
     ``value`` binary or text, ``topic`` text, ``partition`` and ``offset`` integers,
-    ``timestamp`` a timestamp or integer milliseconds), a ``partition`` beyond int or an
-    ``offset`` beyond bigint. ``schema``: the file's; ``integers``: a table holding at
-    least its ``partition`` and ``offset`` columns, whole (their ranges are checked)."""
+    ``timestamp`` a timestamp or integer milliseconds), one of these columns twice, a
+    ``partition`` beyond int or an ``offset`` beyond bigint. ``schema``: the file's;
+    ``integers``: a table holding at least its ``partition`` and ``offset`` columns, whole
+    (their ranges are checked)."""
     import pyarrow.compute as pc
     import pyarrow.types as pat
+
+    for name in _KAFKA_COLUMNS:
+        if (times := len(schema.get_all_field_indices(name))) > 1:
+            raise KafkaParquetError(f"not a Kafka dump: column {name!r} appears {times} times")
 
     def type_of(name: str) -> pa.DataType | None:
         if name not in schema.names:
@@ -383,7 +406,9 @@ def open_kafka_dump(path: str) -> pq.ParquetFile:
     try:
         # buffer_size: a row group's column chunks are read 1 MiB at a time, not whole
         dump = pq.ParquetFile(path, buffer_size=2**20)
-        integers = dump.read(columns=[name for name in _KAFKA_INTEGERS if name in dump.schema_arrow.names])
+        integers = dump.read(
+            columns=kafka_columns_to_read(dump.schema_arrow, _KAFKA_INTEGERS), use_threads=PARQUET_THREADS
+        )
     except Exception as exc:  # noqa: BLE001 - any reader failure quarantines the file
         raise KafkaParquetError(f"not parquet: {exc}") from exc
     try:

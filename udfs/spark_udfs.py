@@ -52,8 +52,10 @@ import pyarrow as pa
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
 from udfs.framing import (
+    PARQUET_THREADS,
     KafkaParquetError,
     RawRecord,
+    kafka_columns_to_read,
     kafka_dump_columns,
     kafka_parquet_columns,
     line_blocks,
@@ -104,8 +106,8 @@ MAX_FILE_TEXT_BYTES = 2**31 - 1
 #: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
 #: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
 LINES_BLOCK_BYTES = 8 * 2**20
-#: messages of a ``kafka_parquet`` file ``cdc_decode_records`` reads at a time (their
-#: text must fit one Arrow string column: 2 MiB a message on average)
+#: messages of a ``kafka_parquet`` file ``cdc_decode_records`` reads at a time (a batch
+#: whose text one Arrow string column cannot hold is cut in parts that fit)
 KAFKA_BATCH_ROWS = 1000
 #: the framings of one record per line, which ``cdc_decode_records`` reads by blocks
 LINE_FRAMINGS = ("lines", "kcat")
@@ -687,7 +689,8 @@ def kafka_parquet_file_records(path: str, opts: str | None, struct_type: pa.Stru
     """The records of a ``kafka_parquet`` file (``RECORDS_DDL``'s struct),
     ``KAFKA_BATCH_ROWS`` messages at a time (:func:`udfs.framing.open_kafka_dump`): the
     records :func:`file_records_struct` cuts out of the whole file, without its limit on
-    the file's text (a batch must fit: past it, the run fails with the reason).
+    the file's text: a message whose text one record cannot hold is one quarantined
+    record that says so (:func:`_kafka_batch_records`).
 
     A file that is not a Kafka dump is the one quarantined record ``file_records_struct``
     writes (the file as base64). A file whose footer reads but whose data fails further
@@ -702,12 +705,15 @@ def kafka_parquet_file_records(path: str, opts: str | None, struct_type: pa.Stru
         yield read_records_array([path], ["kafka_parquet"], [opts], RECORDS_TYPE).flatten()
         return
     index = 0
+    columns = kafka_columns_to_read(dump.schema_arrow)
     with dump:
         # row group by row group: a damaged one loses no message of the ones before
         batches = (
             batch
             for group in range(dump.num_row_groups)
-            for batch in dump.iter_batches(batch_size=KAFKA_BATCH_ROWS, row_groups=[group])
+            for batch in dump.iter_batches(
+                batch_size=KAFKA_BATCH_ROWS, row_groups=[group], columns=columns, use_threads=PARQUET_THREADS
+            )
         )
         while True:
             try:
@@ -718,10 +724,40 @@ def kafka_parquet_file_records(path: str, opts: str | None, struct_type: pa.Stru
                 return
             if batch is None:
                 return
-            records = _kafka_records(kafka_dump_columns(pa.Table.from_batches([batch]), binary_values), struct_type)
-            if len(records):
-                yield _numbered_from(records, index, path)
-                index += len(records)
+            for records in _kafka_batch_records(
+                kafka_dump_columns(pa.Table.from_batches([batch]), binary_values), struct_type
+            ):
+                if len(records):
+                    yield _numbered_from(records, index, path)
+                    index += len(records)
+
+
+def _kafka_batch_records(columns: dict[str, pa.Array], struct_type: pa.StructType) -> Iterator[pa.StructArray]:
+    """A batch of Kafka messages' columns (:func:`udfs.framing.kafka_dump_columns`) as
+    records (:func:`_kafka_records`), in as many parts as their text needs to fit one
+    Arrow string column: halves, then quarters... A single message past that limit is
+    one quarantined record that says so, with its Kafka columns but no text (no
+    ``raw_b64``): its neighbours decode as usual."""
+    import pyarrow.compute as pc
+
+    n = len(columns["text"])
+    text_bytes = max(pc.sum(pc.binary_length(columns[name])).as_py() or 0 for name in ("text", "raw_b64"))
+    if text_bytes <= MAX_FILE_TEXT_BYTES:
+        yield _kafka_records(columns, struct_type)
+    elif n == 1:
+        reason = (
+            f"message too large: {text_bytes:,} bytes of text, more than the {MAX_FILE_TEXT_BYTES:,} one record "
+            "may hold (Arrow's 32-bit offsets)"
+        )
+        nothing = pa.nulls(1, pa.large_string())
+        yield _kafka_records(
+            {**columns, "text": nothing, "raw_b64": nothing, "error": pa.array([reason], pa.large_string())},
+            struct_type,
+        )
+    else:
+        for start, stop in ((0, n // 2), (n // 2, n)):
+            half = {name: column.slice(start, stop - start) for name, column in columns.items()}
+            yield from _kafka_batch_records(half, struct_type)
 
 
 def _numbered_from(records: pa.StructArray, first: int, path: str) -> pa.StructArray:

@@ -44,6 +44,13 @@ def _parquet(columns: dict[str, pa.Array]) -> bytes:
     return out.getvalue()
 
 
+def _parquet_of(names: list[str], arrays: list[pa.Array]) -> bytes:
+    """A parquet file whose columns may repeat a name (``pa.table`` of a dict cannot)."""
+    out = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays(arrays, names=names), out)
+    return out.getvalue()
+
+
 def _dump(values: list[bytes | None], **extra: pa.Array) -> bytes:
     n = len(values)
     columns = {
@@ -173,6 +180,14 @@ NOT_A_DUMP = [
         _parquet({"value": pa.array([b"{}"]), "timestamp": pa.array(["2024-01-01"])}),
         "column 'timestamp' is string, not a timestamp",
     ),
+    (
+        _parquet_of(["value", "value"], [pa.array([b"{}"]), pa.array([b"{}"])]),
+        "not a Kafka dump: column 'value' appears 2 times",
+    ),
+    (
+        _parquet_of(["value", "offset", "offset"], [pa.array([b"{}"]), pa.array([1]), pa.array([2])]),
+        "not a Kafka dump: column 'offset' appears 2 times",
+    ),
 ]
 
 
@@ -184,6 +199,62 @@ def test_a_file_that_is_not_a_kafka_dump_is_one_quarantined_record(content, reas
     assert record["text"] is None
     assert base64.b64decode(record["raw_b64"]) == content
     assert kafka_parquet_struct(content, options, STRUCT) is None  # split_file writes that record
+
+
+def test_columns_a_record_is_not_made_of_are_not_read(tmp_path, monkeypatch):
+    """The Kafka source's ``headers`` and ``timestampType``, and any other column, even
+    one whose name repeats (which ``pq.read_table`` cannot read), leave the records
+    as they are without them."""
+    values, offsets = pa.array([b'{"a":1}', None, b"{}"]), pa.array([5, 6, 7], pa.int64())
+    headers = pa.array(
+        [[{"key": "h", "value": b"v"}], [], None], pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    )
+    plain = _parquet_of(["value", "offset"], [values, offsets])
+    extra = _parquet_of(
+        ["headers", "value", "x", "offset", "x", "timestampType"],
+        [headers, values, pa.array([1, 2, 3]), offsets, pa.array(["a", "b", "c"]), pa.array([0, 0, 1], pa.int32())],
+    )
+    assert _records(extra) == _records(plain)
+    assert _batched(extra, JSON_OPTIONS, tmp_path, monkeypatch, 2) == _records(plain)
+
+
+def _damaged_dump() -> bytes:
+    """A dump of 10 messages in two row groups whose footer reads but whose second row
+    group's page header is damaged."""
+    out = io.BytesIO()
+    values = pa.array([f'{{"i":{i}}}'.encode() for i in range(10)], pa.binary())
+    pq.write_table(pa.table({"value": values}), out, row_group_size=5, compression="none", use_dictionary=False)
+    damaged = bytearray(out.getvalue())
+    page = pq.ParquetFile(io.BytesIO(bytes(damaged))).metadata.row_group(1).column(0).data_page_offset
+    damaged[page : page + 8] = b"\xff" * 8
+    return bytes(damaged)
+
+
+@pytest.mark.parametrize("damaged", [False, True], ids=["dump", "damaged"])
+def test_reading_a_dump_whole_lets_the_interpreter_exit(tmp_path, damaged):
+    """``cdc_read_records`` reads a dump whole (``read_kafka_dump``). With pyarrow's
+    threads, a process that exited right after that read aborted (pyarrow 22,
+    "terminate called without an active exception", exit code 134): 7 runs in 10
+    through ``pq.read_table``; after a damaged file 12 in 12 through
+    ``ParquetFile.read``. Five clean exits in a row show the read leaves no thread
+    behind."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from udfs.framing import KafkaParquetError, read_kafka_dump\n"
+        "try:\n"
+        "    read_kafka_dump(open(sys.argv[1], 'rb').read())\n"
+        "except KafkaParquetError as exc:\n"
+        "    print(exc)\n"
+    )
+    path = tmp_path / "dump.parquet"
+    path.write_bytes(_damaged_dump() if damaged else _parquet({"value": pa.array([b"{}"] * 3)}))
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.startswith("not parquet: ") == damaged, done.stdout
 
 
 def test_random_dumps_agree_with_split_file():
@@ -285,22 +356,15 @@ def test_random_dumps_of_many_row_groups_read_by_batches(tmp_path, monkeypatch, 
 
 
 def test_a_damaged_page_keeps_the_messages_before_it_and_quarantines_the_rest(tmp_path):
-    """A dump whose footer reads but whose second row group's page header is damaged:
-    the first row group's messages, then one quarantined record with the reader's
-    error. Run in a child process: after reading such a file pyarrow 22 sometimes
-    aborts when the interpreter exits ("terminate called without an active
-    exception"; 1 to 5 runs in 12, the whole-file read as well), which would end pytest."""
+    """A dump whose footer reads but whose second row group's page header is damaged
+    (``_damaged_dump``): the first row group's messages, then one quarantined record
+    with the reader's error. Run in a child process, whose clean exit is checked too
+    (see ``test_reading_a_dump_whole_lets_the_interpreter_exit``)."""
     import subprocess
     import sys
 
-    out = io.BytesIO()
-    values = pa.array([f'{{"i":{i}}}'.encode() for i in range(10)], pa.binary())
-    pq.write_table(pa.table({"value": values}), out, row_group_size=5, compression="none", use_dictionary=False)
-    damaged = bytearray(out.getvalue())
-    page = pq.ParquetFile(io.BytesIO(bytes(damaged))).metadata.row_group(1).column(0).data_page_offset
-    damaged[page : page + 8] = b"\xff" * 8
     path = tmp_path / "damaged.parquet"
-    path.write_bytes(bytes(damaged))
+    path.write_bytes(_damaged_dump())
     code = (
         "import json, sys\n"
         "from udfs.spark_udfs import RECORDS_TYPE, kafka_parquet_file_records\n"
@@ -310,9 +374,46 @@ def test_a_damaged_page_keeps_the_messages_before_it_and_quarantines_the_rest(tm
     done = subprocess.run(
         [sys.executable, "-c", code, str(path), JSON_OPTIONS], capture_output=True, text=True, timeout=120
     )
-    assert done.stdout.strip(), done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr[-3000:]
     records = json.loads(done.stdout)
     assert [(r["record_index"], r["text"]) for r in records[:5]] == [(i, f'{{"i":{i}}}') for i in range(5)]
     (last,) = records[5:]
     assert last["record_index"] == 5 and last["text"] is None and last["raw_b64"] is None
     assert last["error"].startswith("not parquet: ") and last["error"].endswith("(after 5 messages)"), last
+
+
+@pytest.mark.parametrize("options", [JSON_OPTIONS, AVRO_OPTIONS])
+def test_a_batch_past_the_text_limit_is_cut_and_a_message_past_it_quarantined(tmp_path, monkeypatch, options):
+    """With the limit lowered to 40 bytes: a batch of 10 messages (about 100 bytes of
+    text) is cut in parts that fit, and gives the whole file's records at the usual
+    limit; a message of 41 bytes (JSON) or one whose base64 passes 40 bytes (Avro) is
+    one quarantined record that says so, with its Kafka columns and no text, at its
+    place. The whole file read at once is, as before, one "file too large" record."""
+    import udfs.spark_udfs as spark_udfs
+    from udfs.spark_udfs import kafka_parquet_file_records
+
+    values = [f'{{"i":{i}}}'.encode() for i in range(10)]
+    big = 5
+    values[big] = b'{"s":"' + b"x" * (41 - 8) + b'"}'
+    text_bytes = len(base64.b64encode(values[big])) if options == AVRO_OPTIONS else len(values[big])
+    content = _dump(values, key=pa.array([f"k{i}".encode() for i in range(10)], pa.binary()))
+    expected = _records(content, options)
+    path = tmp_path / "dump.parquet"
+    path.write_bytes(content)
+    monkeypatch.setattr(spark_udfs, "KAFKA_BATCH_ROWS", 10)
+    monkeypatch.setattr(spark_udfs, "MAX_FILE_TEXT_BYTES", 40)
+    parts = list(kafka_parquet_file_records(str(path), options, STRUCT))
+    assert len(parts) > 2
+    got = pa.concat_arrays(parts).to_pylist()
+    assert [r["record_index"] for r in got] == list(range(10))
+    assert got[:big] + got[big + 1 :] == expected[:big] + expected[big + 1 :]
+    assert got[big] == {
+        **expected[big],
+        "text": None,
+        "raw_b64": None,
+        "error": f"message too large: {text_bytes:,} bytes of text, more than the 40 one record may hold "
+        "(Arrow's 32-bit offsets)",
+    }
+    assert got[big]["kafka_key"] == "k5" and got[big]["kafka_offset"] == big
+    (whole,) = file_records_struct(content, "kafka_parquet", options, STRUCT).to_pylist()
+    assert whole["error"].startswith("file too large: ")
