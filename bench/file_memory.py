@@ -1,13 +1,15 @@
 """Peak memory of one Python worker decoding one large landing file, by the size of
 the parts ``cdc_decode_records`` reads it in.
 
-``python -m bench.file_memory [--framing lines|kafka_parquet] [--events 100000] [--blocks ...] [--rounds 2]``
+``python -m bench.file_memory [--framing lines|kafka_parquet|length_prefixed] [--events 100000] [--blocks ...] [--rounds 2]``
 
 writes one Debezium JSON file of ``--events`` events (:mod:`bench.data`; 100k events
 are about 210 MiB as lines), as ``lines`` or as a Kafka dump (``kafka_parquet``, the
-same envelopes as values, one row group as pyarrow writes it), and for each setting
-(``lines``: block sizes in MiB, default 2, 8, 32; ``kafka_parquet``: messages a batch,
-default 100, 1000, 10000; ``whole``: the file read at once, as before 2026-11-26) runs
+same envelopes as values, one row group as pyarrow writes it); for
+``length_prefixed``, the DTS Avro values of as many events one after another, each
+after its length. For each setting (``lines`` and ``length_prefixed``: block sizes in
+MiB, default 2, 8, 32; ``kafka_parquet``: messages a batch, default 100, 1000, 10000;
+``whole``: the file read at once, as before 2026-11-26) it runs
 ``udfs.spark_udfs.decode_record_batches`` over it in a fresh Python process, as a
 worker runs it, consuming every batch. Per run: the process's peak resident set
 (``VmHWM``) before decoding (interpreter, pyarrow, numba, a small file decoded to
@@ -112,20 +114,37 @@ def _kafka_dump(lines_file: Path, out: Path) -> Path:
     return out
 
 
+def _length_prefixed(dump: Path, out: Path) -> Path:
+    """The values of the Kafka dump ``dump``, each after its 4-byte length (tombstones left out)."""
+    import pyarrow.parquet as pq
+
+    values = pq.ParquetFile(dump).read(columns=["value"], use_threads=False).column("value").to_pylist()
+    out.write_bytes(b"".join(len(v).to_bytes(4, "big") + v for v in values if v is not None))
+    return out
+
+
+#: the format each framing's file holds
+FORMAT_OF_FRAMING = {"lines": "debezium_json", "kafka_parquet": "debezium_json", "length_prefixed": "dts_avro"}
+
+
 def measure(events: int, framing: str, settings: list[str], rounds: int) -> dict[str, Any]:
-    """``settings``: for ``lines``, block sizes in MiB; for ``kafka_parquet``, messages a
-    batch; ``whole``: each file read at once (``whole_files``, as before 2026-11-26)."""
+    """``settings``: for ``lines`` and ``length_prefixed``, block sizes in MiB; for
+    ``kafka_parquet``, messages a batch; ``whole``: each file read at once
+    (``whole_files``, as before 2026-11-26)."""
     from bench.data import FORMAT_CASES, tables_config, write_dataset
 
-    case = FORMAT_CASES["debezium_json"]
+    fmt = FORMAT_OF_FRAMING[framing]
+    case = FORMAT_CASES[fmt]
     tables = {name: {"key": spec["key"]} for name, spec in tables_config([case]).items()}
-    options = json.dumps({"format": "debezium_json", "framing": framing, "options": {}, "tables": tables})
+    options = json.dumps({"format": fmt, "framing": framing, "options": {}, "tables": tables})
     best: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-file-memory-") as tmp:
         (file,) = write_dataset(case, Path(tmp) / "big", events, seed=5, per_file=events).files
         (warm,) = write_dataset(case, Path(tmp) / "warm", 500, seed=6, per_file=500).files
         if framing == "kafka_parquet":
             file, warm = _kafka_dump(file, Path(tmp) / "big.parquet"), _kafka_dump(warm, Path(tmp) / "warm.parquet")
+        elif framing == "length_prefixed":  # the DTS Avro case writes Kafka dumps
+            file, warm = _length_prefixed(file, Path(tmp) / "big.bin"), _length_prefixed(warm, Path(tmp) / "warm.bin")
         size = file.stat().st_size
         print(f"one {framing} file of {events:,} events, {size / MIB:,.1f} MiB", file=sys.stderr)
         for r in range(rounds):
@@ -140,15 +159,22 @@ def measure(events: int, framing: str, settings: list[str], rounds: int) -> dict
     counts = {(b["records"], b["changes"]) for b in best.values()}
     if len(counts) != 1:
         raise SystemExit(f"the settings gave other records or changes: {best}")
-    return {"events": events, "framing": framing, "file_mib": round(size / MIB, 1), "rounds": rounds, "blocks": best}
+    return {
+        "events": events,
+        "format": fmt,
+        "framing": framing,
+        "file_mib": round(size / MIB, 1),
+        "rounds": rounds,
+        "blocks": best,
+    }
 
 
 def report(result: dict[str, Any]) -> str:
     blocks = result["blocks"]
     ref = blocks.get("whole") or next(iter(blocks.values()))
-    unit = "MiB" if result["framing"] == "lines" else "msgs"
+    unit = "msgs" if result["framing"] == "kafka_parquet" else "MiB"
     lines = [
-        f"one Debezium JSON {result['framing']} file: {result['events']:,} events, {result['file_mib']:,} MiB; "
+        f"one {result['format']} {result['framing']} file: {result['events']:,} events, {result['file_mib']:,} MiB; "
         f"best of {result['rounds']} round(s)",
         "",
         f"{'read by':>11} {'peak MiB':>9} {'before':>7} {'grown':>7} {'vs whole':>9} "
@@ -166,7 +192,7 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-DEFAULT_SETTINGS = {"lines": "2,8,32,whole", "kafka_parquet": "100,1000,10000,whole"}
+DEFAULT_SETTINGS = {"lines": "2,8,32,whole", "kafka_parquet": "100,1000,10000,whole", "length_prefixed": "2,8,32,whole"}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -175,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--framing", choices=sorted(DEFAULT_SETTINGS), default="lines")
     p.add_argument(
         "--blocks",
-        help="lines: block sizes in MiB; kafka_parquet: messages a batch; 'whole': the file at once "
+        help="lines, length_prefixed: block sizes in MiB; kafka_parquet: messages a batch; 'whole': the file at once "
         f"(default: {DEFAULT_SETTINGS})",
     )
     p.add_argument("--rounds", type=int, default=2)

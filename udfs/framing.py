@@ -1,7 +1,8 @@
 """Split a landing file into records, by framing (see DESIGN.md, "Landing framings").
 
 Each function takes the file's bytes and returns :class:`RawRecord` items in file
-order. A framing never decodes an envelope: it only finds where records begin and end
+order (``line_blocks``, ``length_prefixed_records`` and ``open_kafka_dump`` read a file
+by parts instead, for ``cdc_decode_records``). A framing never decodes an envelope: it only finds where records begin and end
 and, for Kafka dumps, reads the message metadata (topic, partition, offset, key).
 
 Decisions:
@@ -253,37 +254,66 @@ def _int_or_none(value: object, bits: int = 63) -> int | None:
 
 
 def _binary(raw: bytes, index: int) -> RawRecord:
-    text = base64.b64encode(raw).decode()
+    text = _b64(raw)
     return RawRecord(index, text, raw_b64=text)
 
 
 def split_length_prefixed(content: bytes) -> list[RawRecord]:
-    out: list[RawRecord] = []
-    pos, n = 0, len(content)
-    while pos < n:
-        if pos + 4 > n:
-            rest = content[pos:]
-            out.append(
-                RawRecord(
-                    len(out), None, error="truncated: length prefix cut short", raw_b64=base64.b64encode(rest).decode()
-                )
+    """The records of a ``length_prefixed`` file (:func:`length_prefixed_records` of its bytes)."""
+    return list(length_prefixed_records(io.BytesIO(content), len(content)))
+
+
+def _base64_bytes(n: int) -> int:
+    """The length of ``n`` bytes as base64."""
+    return 4 * ((n + 2) // 3)
+
+
+def length_prefixed_records(stream: BinaryIO, size: int, max_text_bytes: int | None = None) -> Iterator[RawRecord]:
+    """The records of a ``length_prefixed`` file of ``size`` bytes, read from ``stream``
+    one at a time (each value as base64 text), numbered from 0. A length that runs past
+    the end of the file makes the rest one record (``truncated: ...``, the rest's bytes
+    as ``raw_b64``), the last.
+
+    ``max_text_bytes``: a record whose base64 would hold more is not read (``stream`` is
+    skipped past it, so it must seek): a complete one is a record without text that
+    says ``record too large: ...``; a truncated rest keeps its error, without
+    ``raw_b64``. None: no limit (the caller checks what it holds).
+    """
+    index, pos = 0, 0
+    while pos < size:
+        header = stream.read(min(4, size - pos))
+        left = size - pos - len(header)
+        if len(header) < 4:
+            yield RawRecord(index, None, error="truncated: length prefix cut short", raw_b64=_b64(header))
+            return
+        length = int.from_bytes(header, "big")
+        truncated = length > left
+        kept = 4 + left if truncated else length
+        if max_text_bytes is not None and _base64_bytes(kept) > max_text_bytes:
+            if truncated:
+                yield RawRecord(index, None, error=f"truncated: {length} bytes announced, {left} left")
+                return
+            stream.seek(length, io.SEEK_CUR)
+            reason = (
+                f"record too large: {length:,} bytes ({_base64_bytes(length):,} as base64), more than the "
+                f"{max_text_bytes:,} one record may hold (Arrow's 32-bit offsets)"
             )
-            break
-        size = int.from_bytes(content[pos : pos + 4], "big")
-        if pos + 4 + size > n:
-            rest = content[pos:]
-            out.append(
-                RawRecord(
-                    len(out),
-                    None,
-                    error=f"truncated: {size} bytes announced, {n - pos - 4} left",
-                    raw_b64=base64.b64encode(rest).decode(),
-                )
-            )
-            break
-        out.append(_binary(content[pos + 4 : pos + 4 + size], len(out)))
-        pos += 4 + size
-    return out
+            yield RawRecord(index, None, error=reason)
+        elif truncated:
+            rest = header + stream.read(left)
+            yield RawRecord(index, None, error=f"truncated: {length} bytes announced, {left} left", raw_b64=_b64(rest))
+            return
+        else:
+            value = stream.read(length)
+            if len(value) < length:  # the file shrank while read: not a truncated record
+                raise OSError(f"the file ended {length - len(value)} bytes before its size, {size}: it changed")
+            yield _binary(value, index)
+        pos += 4 + length
+        index += 1
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
 
 
 #: the columns of a Kafka dump (Spark's Kafka source) a record keeps, and what each may be

@@ -39,6 +39,7 @@ Two analyst functions decode Arcion's nested JSON strings (see
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -58,6 +59,7 @@ from udfs.framing import (
     kafka_columns_to_read,
     kafka_dump_columns,
     kafka_parquet_columns,
+    length_prefixed_records,
     line_blocks,
     open_kafka_dump,
     split_file,
@@ -99,10 +101,11 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 DECODE_CHUNK = 2000
 #: text (or base64) bytes of one landing file's records that an Arrow string column, with
 #: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
-#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` files by blocks and ``kafka_parquet``
-#: dumps by batches: there, only a longer line, or a batch, is limited)
+#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` and ``length_prefixed`` files by blocks
+#: and ``kafka_parquet`` dumps by batches: there, only a longer record is limited)
 MAX_FILE_TEXT_BYTES = 2**31 - 1
-#: bytes of a ``LINE_FRAMINGS`` file ``cdc_decode_records`` reads at a time (whole lines). A
+#: bytes of a ``LINE_FRAMINGS`` file ``cdc_decode_records`` reads at a time (whole lines;
+#: of a ``length_prefixed`` file: records until they hold that much base64). A
 #: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
 #: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
 LINES_BLOCK_BYTES = 8 * 2**20
@@ -612,10 +615,12 @@ def decode_record_batches(
 
     A ``lines`` or ``kcat`` file is read ``block_bytes`` at a time (:func:`line_file_records`),
     a ``kafka_parquet`` file ``KAFKA_BATCH_ROWS`` messages at a time
-    (:func:`kafka_parquet_file_records`), so the worker holds one block, its records and
-    one chunk's results whatever the file's size, and the file has no text limit (only
-    a line or a batch does). The other framings need the whole file: its records are
-    read at once, then decoded ``chunk`` at a time. ``whole_files``: every file read at
+    (:func:`kafka_parquet_file_records`), a ``length_prefixed`` file by records until
+    they hold ``block_bytes`` of base64 (:func:`length_prefixed_file_records`), so the
+    worker holds one block, its records and one chunk's results whatever the file's
+    size, and the file has no text limit (only a record does). The other framings
+    (``documents``, ``csv``) need the whole file: its records are read at once, then
+    decoded ``chunk`` at a time. ``whole_files``: every file read at
     once, as before 2026-11-26 (``bench.file_memory``'s reference).
     """
     struct_type: pa.StructType = RECORDS_TYPE.value_type
@@ -628,6 +633,8 @@ def decode_record_batches(
             parts = line_file_records(path, framing, struct_type, block_bytes)
         elif framing == "kafka_parquet":
             parts = kafka_parquet_file_records(path, opts, struct_type)
+        elif framing == "length_prefixed":
+            parts = length_prefixed_file_records(path, struct_type, block_bytes)
         else:
             parts = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
         for part in _chunks(parts, chunk):
@@ -758,6 +765,32 @@ def _kafka_batch_records(columns: dict[str, pa.Array], struct_type: pa.StructTyp
         for start, stop in ((0, n // 2), (n // 2, n)):
             half = {name: column.slice(start, stop - start) for name, column in columns.items()}
             yield from _kafka_batch_records(half, struct_type)
+
+
+def length_prefixed_file_records(path: str, struct_type: pa.StructType, block_bytes: int) -> Iterator[pa.StructArray]:
+    """The records of a ``length_prefixed`` file (``RECORDS_DDL``'s struct), about
+    ``block_bytes`` of values at a time (:func:`udfs.framing.length_prefixed_records`):
+    the records :func:`file_records_struct` cuts out of the whole file, without its
+    limit on the file's text. A record whose base64 one record cannot hold is one
+    quarantined record that says so (no text); a file of more records than an ``int``
+    can number fails with a clear error."""
+    held: list[RawRecord] = []
+    held_bytes = first = 0
+    with open(local_path(path), "rb") as fh:
+        for record in length_prefixed_records(fh, os.fstat(fh.fileno()).st_size, MAX_FILE_TEXT_BYTES):
+            record_bytes = len(record.text or record.raw_b64 or "")  # base64: one byte a character
+            if held and held_bytes + record_bytes > MAX_FILE_TEXT_BYTES:  # a part must fit too
+                yield _numbered_from(_records_struct(held, struct_type), first, path)
+                first += len(held)
+                held, held_bytes = [], 0
+            held.append(dataclasses.replace(record, record_index=record.record_index - first))
+            held_bytes += record_bytes
+            if held_bytes >= block_bytes:
+                yield _numbered_from(_records_struct(held, struct_type), first, path)
+                first += len(held)
+                held, held_bytes = [], 0
+    if held:
+        yield _numbered_from(_records_struct(held, struct_type), first, path)
 
 
 def _numbered_from(records: pa.StructArray, first: int, path: str) -> pa.StructArray:

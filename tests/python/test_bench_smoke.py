@@ -152,7 +152,8 @@ def test_columnar_decode_bench_checks_every_format() -> None:
 
 
 @pytest.mark.parametrize(
-    ("framing", "setting", "label"), [("lines", "0.01", "0.01 MiB"), ("kafka_parquet", "7", "7 msgs")]
+    ("framing", "setting", "label"),
+    [("lines", "0.01", "0.01 MiB"), ("kafka_parquet", "7", "7 msgs"), ("length_prefixed", "0.01", "0.01 MiB")],
 )
 def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path, framing, setting, label) -> None:
     """``python -m bench.file_memory``: one run per setting, each a fresh process that
