@@ -1,14 +1,15 @@
 """Peak memory of one Python worker decoding one large landing file, by the size of
 the parts ``cdc_decode_records`` reads it in.
 
-``python -m bench.file_memory [--framing lines|kafka_parquet|length_prefixed] [--events 100000] [--blocks ...] [--rounds 2]``
+``python -m bench.file_memory [--framing lines|kafka_parquet|length_prefixed|csv] [--events 100000] [--blocks ...] [--rounds 2]``
 
 writes one Debezium JSON file of ``--events`` events (:mod:`bench.data`; 100k events
 are about 210 MiB as lines), as ``lines`` or as a Kafka dump (``kafka_parquet``, the
 same envelopes as values, one row group as pyarrow writes it); for
 ``length_prefixed``, the DTS Avro values of as many events one after another, each
-after its length. For each setting (``lines`` and ``length_prefixed``: block sizes in
-MiB, default 2, 8, 32; ``kafka_parquet``: messages a batch, default 100, 1000, 10000;
+after its length; for ``csv``, Arcion internal CSV rows of as many events (the file of
+realtime rows, with its header row). For each setting (``lines``, ``length_prefixed``
+and ``csv``: block sizes in MiB, default 2, 8, 32; ``kafka_parquet``: messages a batch, default 100, 1000, 10000;
 ``whole``: the file read at once, as before 2026-11-26) it runs
 ``udfs.spark_udfs.decode_record_batches`` over it in a fresh Python process, as a
 worker runs it, consuming every batch. Per run: the process's peak resident set
@@ -114,6 +115,10 @@ def _kafka_dump(lines_file: Path, out: Path) -> Path:
     return out
 
 
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
 def _length_prefixed(dump: Path, out: Path) -> Path:
     """The values of the Kafka dump ``dump``, each after its 4-byte length (tombstones left out)."""
     import pyarrow.parquet as pq
@@ -124,7 +129,12 @@ def _length_prefixed(dump: Path, out: Path) -> Path:
 
 
 #: the format each framing's file holds
-FORMAT_OF_FRAMING = {"lines": "debezium_json", "kafka_parquet": "debezium_json", "length_prefixed": "dts_avro"}
+FORMAT_OF_FRAMING = {
+    "lines": "debezium_json",
+    "kafka_parquet": "debezium_json",
+    "length_prefixed": "dts_avro",
+    "csv": "arcion_internal_csv",
+}
 
 
 def measure(events: int, framing: str, settings: list[str], rounds: int) -> dict[str, Any]:
@@ -136,11 +146,12 @@ def measure(events: int, framing: str, settings: list[str], rounds: int) -> dict
     fmt = FORMAT_OF_FRAMING[framing]
     case = FORMAT_CASES[fmt]
     tables = {name: {"key": spec["key"]} for name, spec in tables_config([case]).items()}
-    options = json.dumps({"format": fmt, "framing": framing, "options": {}, "tables": tables})
+    options = json.dumps({"format": fmt, "framing": framing, "options": case.options, "tables": tables})
     best: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-file-memory-") as tmp:
-        (file,) = write_dataset(case, Path(tmp) / "big", events, seed=5, per_file=events).files
-        (warm,) = write_dataset(case, Path(tmp) / "warm", 500, seed=6, per_file=500).files
+        # (the CSV case writes a file of snapshot rows and one of realtime rows: the larger)
+        file = max(write_dataset(case, Path(tmp) / "big", events, seed=5, per_file=events).files, key=_size)
+        warm = max(write_dataset(case, Path(tmp) / "warm", 500, seed=6, per_file=500).files, key=_size)
         if framing == "kafka_parquet":
             file, warm = _kafka_dump(file, Path(tmp) / "big.parquet"), _kafka_dump(warm, Path(tmp) / "warm.parquet")
         elif framing == "length_prefixed":  # the DTS Avro case writes Kafka dumps
@@ -192,7 +203,12 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-DEFAULT_SETTINGS = {"lines": "2,8,32,whole", "kafka_parquet": "100,1000,10000,whole", "length_prefixed": "2,8,32,whole"}
+DEFAULT_SETTINGS = {
+    "lines": "2,8,32,whole",
+    "kafka_parquet": "100,1000,10000,whole",
+    "length_prefixed": "2,8,32,whole",
+    "csv": "2,8,32,whole",
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -201,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--framing", choices=sorted(DEFAULT_SETTINGS), default="lines")
     p.add_argument(
         "--blocks",
-        help="lines, length_prefixed: block sizes in MiB; kafka_parquet: messages a batch; 'whole': the file at once "
+        help="lines, length_prefixed, csv: block sizes in MiB; kafka_parquet: messages a batch; 'whole': the file at once "
         f"(default: {DEFAULT_SETTINGS})",
     )
     p.add_argument("--rounds", type=int, default=2)

@@ -40,7 +40,7 @@ import base64
 import dataclasses
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -144,36 +144,75 @@ def line_blocks(stream: BinaryIO, block_bytes: int, max_line_bytes: int) -> Iter
     ``max_line_bytes`` is not held: its length (without the ``\\n``) comes instead of
     a block, an ``int``, and reading goes on after it.
     """
-    if block_bytes > max_line_bytes:
-        raise ValueError(f"block_bytes {block_bytes} is more than max_line_bytes {max_line_bytes}")
-    pending: list[bytes] = []  # the start of a line that runs over a block boundary
+    return _blocks(stream, block_bytes, max_line_bytes, lambda data: (data.find(b"\n"), data.rfind(b"\n")))
+
+
+def csv_row_blocks(stream: BinaryIO, block_bytes: int, max_row_bytes: int) -> Iterator[bytes | int]:
+    """A ``csv`` file read ``block_bytes`` at a time, as blocks of whole rows: as
+    :func:`line_blocks`, but a ``\\n`` inside a quoted value does not end a row (the
+    rows :func:`split_csv` cuts). A row longer than ``max_row_bytes`` comes as its length."""
+    return _blocks(stream, block_bytes, max_row_bytes, _CsvRowEnds())
+
+
+class _CsvRowEnds:
+    """The first and last ``\\n`` of each part of a CSV file (given in file order) that
+    end a row: those after an even number of quotes since the file's start, as
+    :func:`_csv_rows` counts them (a doubled quote counts twice)."""
+
+    def __init__(self) -> None:
+        self.quoted = False  # inside quotes where the parts read so far end
+
+    def __call__(self, data: bytes) -> tuple[int, int]:
+        import numpy as np
+
+        if not self.quoted and data.find(b'"') < 0:  # no quote at all: every newline ends a row
+            return data.find(b"\n"), data.rfind(b"\n")
+        raw = np.frombuffer(data, np.uint8)
+        quotes = np.flatnonzero(raw == ord('"'))
+        newlines = np.flatnonzero(raw == ord("\n"))
+        outside = newlines[(np.searchsorted(quotes, newlines) + self.quoted) % 2 == 0]
+        self.quoted = bool((len(quotes) + self.quoted) % 2)
+        return (int(outside[0]), int(outside[-1])) if len(outside) else (-1, -1)
+
+
+def _blocks(
+    stream: BinaryIO, block_bytes: int, max_record_bytes: int, ends: Callable[[bytes], tuple[int, int]]
+) -> Iterator[bytes | int]:
+    """``stream`` read ``block_bytes`` at a time, as blocks of whole records, each
+    ending just after a ``\\n`` that ``ends`` finds: ``ends(data)`` gives the first and
+    last such positions in ``data`` (-1: none), every part of the file passed to it
+    once, in order. A record longer than ``max_record_bytes`` comes as its length."""
+    if block_bytes > max_record_bytes:
+        raise ValueError(f"block_bytes {block_bytes} is more than max_line_bytes {max_record_bytes}")
+    pending: list[bytes] = []  # the start of a record that runs over a block boundary
     pending_bytes = 0
-    skipped = -1  # bytes of a line longer than max_line_bytes read so far (-1: none)
+    skipped = -1  # bytes of a record longer than max_record_bytes read so far (-1: none)
     while data := stream.read(block_bytes):
+        first, last = ends(data)
+        start = 0
         if skipped >= 0 or pending:
-            newline = data.find(b"\n")
-            if newline < 0:
+            if first < 0:
                 if skipped >= 0:
                     skipped += len(data)
                 else:
                     pending.append(data)
                     pending_bytes += len(data)
-                    if pending_bytes > max_line_bytes:
+                    if pending_bytes > max_record_bytes:
                         skipped, pending, pending_bytes = pending_bytes, [], 0
                 continue
             if skipped >= 0:
-                yield skipped + newline
-            elif pending_bytes + newline > max_line_bytes:
-                yield pending_bytes + newline
+                yield skipped + first
+            elif pending_bytes + first > max_record_bytes:
+                yield pending_bytes + first
             else:
-                yield b"".join([*pending, data[: newline + 1]])
+                yield b"".join([*pending, data[: first + 1]])
             skipped, pending, pending_bytes = -1, [], 0
-            data = data[newline + 1 :]
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut]
-        if cut < len(data):  # (shorter than a block, so than max_line_bytes)
-            pending, pending_bytes = [data[cut:]], len(data) - cut
+            start = first + 1
+        if last >= start:
+            yield data[start : last + 1]
+            start = last + 1
+        if start < len(data):  # (shorter than a block, so than max_record_bytes)
+            pending, pending_bytes = [data[start:]], len(data) - start
     if skipped >= 0:
         yield skipped
     elif pending:
@@ -532,18 +571,40 @@ def split_kafka_parquet(content: bytes, binary_values: bool = False) -> list[Raw
 
 
 def split_csv(content: bytes, header: bool = False) -> list[RawRecord]:
-    rows = _csv_rows(strip_bom(content).decode("utf-8", "surrogateescape"))
+    rows = csv_rows(content, at_file_start=True)
     names: list[str] | None = None
+    error = None
     if header and rows:
-        import csv
+        (names, error), rows = csv_header(rows[0]), rows[1:]
+    return csv_records(rows, names, error)
 
-        first = rows[0].rstrip("\r\n").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        names = next(csv.reader([first]), [])
-        rows = rows[1:]
-    out = []
-    for i, row in enumerate(r for r in rows if r.strip()):
-        out.append(_escaped(row.rstrip("\r\n"), i, header=names))
-    return out
+
+def csv_rows(content: bytes, at_file_start: bool = True) -> list[str]:
+    """The RFC-4180 rows of ``content`` (a file, or a block of whole rows of one), as
+    text decoded with ``surrogateescape``; a BOM is dropped at the file's start only."""
+    return _csv_rows((strip_bom(content) if at_file_start else content).decode("utf-8", "surrogateescape"))
+
+
+def csv_header(row: str) -> tuple[list[str] | None, str | None]:
+    """The column names of a CSV file's first row (invalid UTF-8 replaced), or None and
+    why for a row Python's ``csv`` cannot read (a newline in a value not quoted, as in
+    ``a"b\\nc"``): every record of the file is then quarantined with that reason."""
+    import csv
+
+    first = row.rstrip("\r\n").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    try:
+        return next(csv.reader([first]), []), None
+    except csv.Error as exc:
+        return None, f"the header row is not CSV: {exc}"
+
+
+def csv_records(rows: list[str], names: list[str] | None, error: str | None = None) -> list[RawRecord]:
+    """CSV ``rows`` (:func:`csv_rows`, header row left out) as records numbered from 0,
+    each with the file's column ``names`` (and ``error``, the header's); blank rows are
+    not records."""
+    return [
+        _escaped(row.rstrip("\r\n"), i, error=error, header=names) for i, row in enumerate(r for r in rows if r.strip())
+    ]
 
 
 def _csv_rows(text: str) -> list[str]:

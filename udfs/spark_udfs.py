@@ -56,6 +56,10 @@ from udfs.framing import (
     PARQUET_THREADS,
     KafkaParquetError,
     RawRecord,
+    csv_header,
+    csv_records,
+    csv_row_blocks,
+    csv_rows,
     kafka_columns_to_read,
     kafka_dump_columns,
     kafka_parquet_columns,
@@ -101,11 +105,12 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 DECODE_CHUNK = 2000
 #: text (or base64) bytes of one landing file's records that an Arrow string column, with
 #: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
-#: (``cdc_decode_records`` reads ``LINE_FRAMINGS`` and ``length_prefixed`` files by blocks
-#: and ``kafka_parquet`` dumps by batches: there, only a longer record is limited)
+#: (``cdc_decode_records`` reads every framing but ``documents`` by parts: there, only a
+#: longer record is limited)
 MAX_FILE_TEXT_BYTES = 2**31 - 1
-#: bytes of a ``LINE_FRAMINGS`` file ``cdc_decode_records`` reads at a time (whole lines;
-#: of a ``length_prefixed`` file: records until they hold that much base64). A
+#: bytes of a ``LINE_FRAMINGS`` or ``csv`` file ``cdc_decode_records`` reads at a time
+#: (whole lines, whole rows; of a ``length_prefixed`` file: records until they hold that
+#: much base64). A
 #: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
 #: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
 LINES_BLOCK_BYTES = 8 * 2**20
@@ -616,11 +621,11 @@ def decode_record_batches(
     A ``lines`` or ``kcat`` file is read ``block_bytes`` at a time (:func:`line_file_records`),
     a ``kafka_parquet`` file ``KAFKA_BATCH_ROWS`` messages at a time
     (:func:`kafka_parquet_file_records`), a ``length_prefixed`` file by records until
-    they hold ``block_bytes`` of base64 (:func:`length_prefixed_file_records`), so the
+    they hold ``block_bytes`` of base64 (:func:`length_prefixed_file_records`), a
+    ``csv`` file ``block_bytes`` at a time, whole rows (:func:`csv_file_records`), so the
     worker holds one block, its records and one chunk's results whatever the file's
-    size, and the file has no text limit (only a record does). The other framings
-    (``documents``, ``csv``) need the whole file: its records are read at once, then
-    decoded ``chunk`` at a time. ``whole_files``: every file read at
+    size, and the file has no text limit (only a record does). ``documents`` files need
+    the whole file: its records are read at once, then decoded ``chunk`` at a time. ``whole_files``: every file read at
     once, as before 2026-11-26 (``bench.file_memory``'s reference).
     """
     struct_type: pa.StructType = RECORDS_TYPE.value_type
@@ -635,6 +640,8 @@ def decode_record_batches(
             parts = kafka_parquet_file_records(path, opts, struct_type)
         elif framing == "length_prefixed":
             parts = length_prefixed_file_records(path, struct_type, block_bytes)
+        elif framing == "csv":
+            parts = csv_file_records(path, opts, struct_type, block_bytes)
         else:
             parts = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
         for part in _chunks(parts, chunk):
@@ -765,6 +772,39 @@ def _kafka_batch_records(columns: dict[str, pa.Array], struct_type: pa.StructTyp
         for start, stop in ((0, n // 2), (n // 2, n)):
             half = {name: column.slice(start, stop - start) for name, column in columns.items()}
             yield from _kafka_batch_records(half, struct_type)
+
+
+def csv_file_records(
+    path: str, opts: str | None, struct_type: pa.StructType, block_bytes: int
+) -> Iterator[pa.StructArray]:
+    """The records of a ``csv`` file (``RECORDS_DDL``'s struct), a block of whole rows at
+    a time (:func:`udfs.framing.csv_row_blocks`): the records :func:`file_records_struct`
+    cuts out of the whole file, each with the header row's names (feed option
+    ``header``), without its limit on the file's text. A row longer than
+    ``MAX_FILE_TEXT_BYTES`` is one record with a framing error that says so; when that
+    row is the header, the records that follow have no column names (their decoder
+    quarantines them)."""
+    decoder_options = json.loads(opts) if opts else {}
+    header = bool((decoder_options.get("options") or {}).get("header", False))
+    names: list[str] | None = None
+    header_error = None
+    index = 0
+    with open(local_path(path), "rb") as fh:
+        for number, block in enumerate(csv_row_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES)):
+            if isinstance(block, int):
+                reason = (
+                    f"row too large: {block:,} bytes, more than the {MAX_FILE_TEXT_BYTES:,} one record may hold "
+                    "(Arrow's 32-bit offsets)" + ("; it is the header row" if header and number == 0 else "")
+                )
+                records = _records_struct([RawRecord(0, None, error=reason, header=names)], struct_type)
+            else:
+                rows = csv_rows(block, at_file_start=number == 0)
+                if header and number == 0 and rows:
+                    (names, header_error), rows = csv_header(rows[0]), rows[1:]
+                records = _records_struct(csv_records(rows, names, header_error), struct_type)
+            if len(records):
+                yield _numbered_from(records, index, path)
+                index += len(records)
 
 
 def length_prefixed_file_records(path: str, struct_type: pa.StructType, block_bytes: int) -> Iterator[pa.StructArray]:

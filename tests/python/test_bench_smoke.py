@@ -153,7 +153,12 @@ def test_columnar_decode_bench_checks_every_format() -> None:
 
 @pytest.mark.parametrize(
     ("framing", "setting", "label"),
-    [("lines", "0.01", "0.01 MiB"), ("kafka_parquet", "7", "7 msgs"), ("length_prefixed", "0.01", "0.01 MiB")],
+    [
+        ("lines", "0.01", "0.01 MiB"),
+        ("kafka_parquet", "7", "7 msgs"),
+        ("length_prefixed", "0.01", "0.01 MiB"),
+        ("csv", "0.01", "0.01 MiB"),
+    ],
 )
 def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path, framing, setting, label) -> None:
     """``python -m bench.file_memory``: one run per setting, each a fresh process that
@@ -170,8 +175,12 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
     assert done.returncode == 0, done.stderr[-4000:]
     blocks = json.loads(out.read_text())["blocks"]
     assert list(blocks) == [setting, "whole"]
+    # a record per event; the CSV case's file holds the realtime rows only (the snapshot
+    # rows are in another file)
+    records = {figures["records"] for figures in blocks.values()}
+    assert records == {400} or (framing == "csv" and len(records) == 1 and 300 <= min(records) < 400), blocks
     for figures in blocks.values():
-        assert figures["records"] == 400 and figures["changes"] >= 400, figures
+        assert figures["changes"] >= figures["records"], figures
         assert figures["peak_mib"] >= figures["peak_before_mib"] > 0 and figures["cpu_s"] > 0, figures
     rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith((label, "whole"))]
-    assert [row[-2:] for row in rows] == [["400", row[-1]] for row in rows] and len(rows) == 2, done.stdout
+    assert [row[-2:] for row in rows] == [[f"{min(records)}", row[-1]] for row in rows] and len(rows) == 2, done.stdout
