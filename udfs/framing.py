@@ -37,9 +37,11 @@ are checked on their own; the bad record keeps its raw bytes as base64.
 from __future__ import annotations
 
 import base64
+import codecs
 import dataclasses
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
@@ -220,25 +222,99 @@ def _blocks(
 
 
 def split_documents(content: bytes) -> list[RawRecord]:
-    text = strip_bom(content).decode("utf-8", "surrogateescape")
+    """The records of a ``documents`` file (:func:`document_records` of its bytes, read at once)."""
+    return list(document_records(io.BytesIO(content), max(len(content), 1)))
+
+
+def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | None = None) -> Iterator[RawRecord]:
+    """The JSON values of a ``documents`` file, read from ``stream`` ``block_bytes`` at a
+    time, as records numbered from 0 (text decoded with ``surrogateescape``, a BOM
+    dropped at the start of the file).
+
+    Each value is cut where ``json.JSONDecoder.raw_decode`` ends it; a value that runs
+    past what was read (or may: a number such as ``-4.`` that only digits, signs, points
+    and exponents follow up to there) is cut again once more is read (as much again as is held, so a long value costs a few parses, not one per
+    block). A value that cannot be parsed makes the rest of the file one record with
+    the reason, whose position (line, column, char) counts from the start of the file.
+
+    ``max_text_bytes``: when no value ends within that many bytes of UTF-8, they are one
+    record without text that says so, and the rest of the file is not read (where the
+    next value starts cannot be known without holding them); the rest of a file that
+    cannot be parsed, past that, keeps its reason without its text.
+    """
     decoder = json.JSONDecoder()
-    out: list[RawRecord] = []
-    pos, n = 0, len(text)
-    while True:
-        while pos < n and text[pos].isspace():
-            pos += 1
-        if pos >= n:
-            return out
-        try:
-            _, end = decoder.raw_decode(text, pos)
-        except ValueError as exc:
-            out.append(_escaped(text[pos:], len(out), error=f"not JSON: {exc}"))
-            return out
-        except RecursionError:
-            out.append(_escaped(text[pos:], len(out), error="not JSON: nested too deeply"))
-            return out
-        out.append(_escaped(text[pos:end], len(out)))
-        pos = end
+    utf8 = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    text, eof, at_file_start, index = "", False, True, 0
+    # where ``text`` starts in the file: chars, newlines, chars since the last newline
+    chars_before, lines_before, column_before = 0, 0, 0
+    want = block_bytes
+    while not eof:
+        data = stream.read(want)
+        eof = len(data) < want  # (a file's read returns less only at its end)
+        text += utf8.decode(data, final=eof)
+        if at_file_start and text:
+            text, at_file_start = text.removeprefix("\ufeff"), False
+        pos, n = 0, len(text)
+        while True:
+            while pos < n and text[pos].isspace():
+                pos += 1
+            if pos >= n:
+                break
+            try:
+                _, end = decoder.raw_decode(text, pos)
+            except (ValueError, RecursionError) as exc:
+                if not eof:
+                    break  # perhaps only cut short: read on
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                if isinstance(exc, json.JSONDecodeError):  # its position in the file, not in ``text``
+                    line_start = text.rfind("\n", 0, exc.pos) + 1
+                    column = exc.colno if line_start else column_before + exc.pos + 1
+                    reason = (
+                        f"{exc.msg}: line {lines_before + exc.lineno} column {column} (char {chars_before + exc.pos})"
+                    )
+                rest = text[pos:]
+                if max_text_bytes is not None and _text_bytes(rest) > max_text_bytes:
+                    reason += (
+                        f"; the rest of the file holds {_text_bytes(rest):,} bytes, more than the "
+                        f"{max_text_bytes:,} one record may hold (Arrow's 32-bit offsets)"
+                    )
+                    yield RawRecord(index, None, error=f"not JSON: {reason}")
+                else:
+                    yield _escaped(rest, index, error=f"not JSON: {reason}")
+                return
+            if not eof and not _NOT_IN_A_NUMBER.search(text, end):
+                break  # only digits, signs, points and exponents up to the block's end: "-4." may go on "5e-3"
+            yield _escaped(text[pos:end], index)
+            index += 1
+            pos = end
+        if (
+            max_text_bytes is not None
+            and not eof
+            and 4 * (len(text) - pos) > max_text_bytes  # (a character takes 1 to 4 bytes)
+            and (size := _text_bytes(text[pos:])) > max_text_bytes
+        ):
+            reason = (
+                f"document too large: no value ends within {size:,} bytes from char {chars_before + pos:,}, more "
+                f"than the {max_text_bytes:,} one record may hold (Arrow's 32-bit offsets); the rest of the file "
+                "is not read"
+            )
+            yield RawRecord(index, None, error=reason)
+            return
+        newline = text.rfind("\n", 0, pos)
+        chars_before += pos
+        lines_before += text.count("\n", 0, pos)
+        column_before = pos - newline - 1 if newline >= 0 else column_before + pos
+        text = text[pos:]
+        want = max(block_bytes, len(text))  # a long value: as much again as is held
+
+
+#: a character that cannot go on a JSON number (so a value followed by one is whole)
+_NOT_IN_A_NUMBER = re.compile(r"[^0-9+\-.eE]")
+
+
+def _text_bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` (decoded with ``surrogateescape``)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
 
 
 def split_kcat(content: bytes, at_file_start: bool = True) -> list[RawRecord]:

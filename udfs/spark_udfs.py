@@ -39,7 +39,6 @@ Two analyst functions decode Arcion's nested JSON strings (see
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import os
@@ -60,6 +59,7 @@ from udfs.framing import (
     csv_records,
     csv_row_blocks,
     csv_rows,
+    document_records,
     kafka_columns_to_read,
     kafka_dump_columns,
     kafka_parquet_columns,
@@ -105,12 +105,12 @@ DECODED_RECORDS_TYPE = arrow_type_of_ddl(DECODED_RECORDS_DDL)
 DECODE_CHUNK = 2000
 #: text (or base64) bytes of one landing file's records that an Arrow string column, with
 #: its 32-bit offsets, can hold; a larger file becomes one record with a framing error
-#: (``cdc_decode_records`` reads every framing but ``documents`` by parts: there, only a
-#: longer record is limited)
+#: (``cdc_decode_records`` reads every framing by parts: there, only a longer record is
+#: limited)
 MAX_FILE_TEXT_BYTES = 2**31 - 1
-#: bytes of a ``LINE_FRAMINGS`` or ``csv`` file ``cdc_decode_records`` reads at a time
-#: (whole lines, whole rows; of a ``length_prefixed`` file: records until they hold that
-#: much base64). A
+#: bytes of a ``LINE_FRAMINGS``, ``csv`` or ``documents`` file ``cdc_decode_records``
+#: reads at a time (whole lines, rows, values; of a ``length_prefixed`` file: records
+#: until they hold that much base64). A
 #: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
 #: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
 LINES_BLOCK_BYTES = 8 * 2**20
@@ -622,10 +622,11 @@ def decode_record_batches(
     a ``kafka_parquet`` file ``KAFKA_BATCH_ROWS`` messages at a time
     (:func:`kafka_parquet_file_records`), a ``length_prefixed`` file by records until
     they hold ``block_bytes`` of base64 (:func:`length_prefixed_file_records`), a
-    ``csv`` file ``block_bytes`` at a time, whole rows (:func:`csv_file_records`), so the
-    worker holds one block, its records and one chunk's results whatever the file's
-    size, and the file has no text limit (only a record does). ``documents`` files need
-    the whole file: its records are read at once, then decoded ``chunk`` at a time. ``whole_files``: every file read at
+    ``csv`` file ``block_bytes`` at a time, whole rows (:func:`csv_file_records`), a
+    ``documents`` file ``block_bytes`` at a time, whole JSON values
+    (:func:`documents_file_records`), so the worker holds one block, its records and
+    one chunk's results whatever the file's size, and the file has no text limit (only
+    a record does). ``whole_files``: every file read at
     once, as before 2026-11-26 (``bench.file_memory``'s reference).
     """
     struct_type: pa.StructType = RECORDS_TYPE.value_type
@@ -642,7 +643,9 @@ def decode_record_batches(
             parts = length_prefixed_file_records(path, struct_type, block_bytes)
         elif framing == "csv":
             parts = csv_file_records(path, opts, struct_type, block_bytes)
-        else:
+        elif framing == "documents":
+            parts = documents_file_records(path, struct_type, block_bytes)
+        else:  # a framing this function does not know: read_records_array's error
             parts = [read_records_array([path], [framing], [opts], RECORDS_TYPE).flatten()]
         for part in _chunks(parts, chunk):
             n = len(part)
@@ -814,23 +817,50 @@ def length_prefixed_file_records(path: str, struct_type: pa.StructType, block_by
     limit on the file's text. A record whose base64 one record cannot hold is one
     quarantined record that says so (no text); a file of more records than an ``int``
     can number fails with a clear error."""
-    held: list[RawRecord] = []
-    held_bytes = first = 0
     with open(local_path(path), "rb") as fh:
-        for record in length_prefixed_records(fh, os.fstat(fh.fileno()).st_size, MAX_FILE_TEXT_BYTES):
-            record_bytes = len(record.text or record.raw_b64 or "")  # base64: one byte a character
-            if held and held_bytes + record_bytes > MAX_FILE_TEXT_BYTES:  # a part must fit too
-                yield _numbered_from(_records_struct(held, struct_type), first, path)
-                first += len(held)
-                held, held_bytes = [], 0
-            held.append(dataclasses.replace(record, record_index=record.record_index - first))
-            held_bytes += record_bytes
-            if held_bytes >= block_bytes:
-                yield _numbered_from(_records_struct(held, struct_type), first, path)
-                first += len(held)
-                held, held_bytes = [], 0
+        records = length_prefixed_records(fh, os.fstat(fh.fileno()).st_size, MAX_FILE_TEXT_BYTES)
+        yield from _record_parts(records, struct_type, block_bytes, path)
+
+
+def documents_file_records(path: str, struct_type: pa.StructType, block_bytes: int) -> Iterator[pa.StructArray]:
+    """The records of a ``documents`` file (``RECORDS_DDL``'s struct), read
+    ``block_bytes`` at a time (:func:`udfs.framing.document_records`): the records
+    :func:`file_records_struct` cuts out of the whole file, without its limit on the
+    file's text. When no JSON value ends within ``MAX_FILE_TEXT_BYTES``, they are one
+    quarantined record that says so and the rest of the file is not read."""
+    with open(local_path(path), "rb") as fh:
+        records = document_records(fh, block_bytes, MAX_FILE_TEXT_BYTES)
+        yield from _record_parts(records, struct_type, block_bytes, path)
+
+
+def _record_parts(
+    records: Iterable[RawRecord], struct_type: pa.StructType, block_bytes: int, path: str
+) -> Iterator[pa.StructArray]:
+    """``records`` (numbered from 0, in file order) as struct arrays of records until
+    they hold ``block_bytes`` of text, never more than ``MAX_FILE_TEXT_BYTES``; more
+    records than an ``int`` numbers is an error."""
+    held: list[RawRecord] = []
+    held_bytes = 0
+    for record in records:
+        if record.record_index > MAX_RECORD_INDEX:
+            raise _too_many_records(path)
+        record_bytes = max(_utf8_bytes(record.text), _utf8_bytes(record.raw_b64))
+        if held and held_bytes + record_bytes > MAX_FILE_TEXT_BYTES:  # a part must fit too
+            yield _records_struct(held, struct_type)
+            held, held_bytes = [], 0
+        held.append(record)
+        held_bytes += record_bytes
+        if held_bytes >= block_bytes:
+            yield _records_struct(held, struct_type)
+            held, held_bytes = [], 0
     if held:
-        yield _numbered_from(_records_struct(held, struct_type), first, path)
+        yield _records_struct(held, struct_type)
+
+
+def _utf8_bytes(text: str | None) -> int:
+    if text is None:
+        return 0
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _numbered_from(records: pa.StructArray, first: int, path: str) -> pa.StructArray:
@@ -839,14 +869,18 @@ def _numbered_from(records: pa.StructArray, first: int, path: str) -> pa.StructA
     import pyarrow.compute as pc
 
     if first + len(records) - 1 > MAX_RECORD_INDEX:
-        raise ValueError(
-            f"{path}: more than {MAX_RECORD_INDEX + 1:,} records, more than record_index (an int) can "
-            "number; split the file"
-        )
+        raise _too_many_records(path)
     shifted = pc.add(records.field("record_index"), pa.scalar(first, pa.int32()))
     return pa.StructArray.from_arrays(
         [shifted if f.name == "record_index" else records.field(f.name) for f in records.type],
         fields=list(records.type),
+    )
+
+
+def _too_many_records(path: str) -> ValueError:
+    return ValueError(
+        f"{path}: more than {MAX_RECORD_INDEX + 1:,} records, more than record_index (an int) can number; "
+        "split the file"
     )
 
 

@@ -158,6 +158,7 @@ def test_columnar_decode_bench_checks_every_format() -> None:
         ("kafka_parquet", "7", "7 msgs"),
         ("length_prefixed", "0.01", "0.01 MiB"),
         ("csv", "0.01", "0.01 MiB"),
+        ("documents", "0.01", "0.01 MiB"),
     ],
 )
 def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: Path, framing, setting, label) -> None:

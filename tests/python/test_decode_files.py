@@ -10,7 +10,8 @@
   header row and the table taken from the file's path, Kafka dumps as parquet (Debezium
   text values with keys and a tombstone, DTS Avro binary values, and a parquet file
   that is not a Kafka dump), the same envelopes as ``kcat`` lines, DTS Avro values
-  ``length_prefixed`` (a truncated one last), an empty file and a null path;
+  ``length_prefixed`` (a truncated one last), pretty-printed ``documents`` (a value
+  cut short last), an empty file and a null path;
 * the raw record comes out only for a quarantined record (a framing error or a
   ``quarantined`` result), base64 where the bytes are not UTF-8, and a framing error
   has no result;
@@ -20,10 +21,11 @@
   SQL; the Arrow types are Spark's parse of the DDL;
 * ``cdc_decode_records`` (the table function the models run): the same records as
   ``decode_files_array``, one row each with its file, in batches of the chunk size
-  (a file's last: the rest) that never span two files, with ``lines``, ``kcat`` and
-  ``length_prefixed`` files read in blocks of 100 bytes and of the default size
+  (a file's last: the rest) that never span two files, with every framing but
+  ``kafka_parquet`` read in blocks of 100 bytes and of the default size
   (pure), and in SQL over ``TABLE(...)``. The blocks themselves:
-  ``test_lines_blocks.py``, ``test_length_prefixed_framing.py``.
+  ``test_lines_blocks.py``, ``test_csv_blocks.py``, ``test_documents_blocks.py``,
+  ``test_length_prefixed_framing.py``.
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
     # the Avro values length-prefixed, a length running past the end of the file last
     prefixed = b"".join(len(v).to_bytes(4, "big") + v for v in (_avro_insert(3), b"\x00\xff", _avro_insert(4)))
     (root / "avro.bin").write_bytes(prefixed + (500).to_bytes(4, "big") + b"cut")
+    # the first envelopes pretty-printed one after another, a value cut short last
+    pretty = [json.dumps(json.loads(line), indent=2, ensure_ascii=False) for line in lines[:20] if _is_json(line)]
+    (root / "dbz.pretty.json").write_text("\n".join(pretty) + '\n{"op": "c", "after": {"id"')
     dbz = _options("debezium_json", "lines", {}, tables)
     dbz_rows = _options("debezium_json", "lines", {"columnar": False}, tables)
     dbz_kafka = _options("debezium_json", "kafka_parquet", {}, tables)
@@ -163,8 +168,17 @@ def landing(tmp_path_factory) -> tuple[list[str | None], list[str | None], list[
         (str(root / "avro.parquet"), "kafka_parquet", avro),
         (str(root / "dbz.kcat"), "kcat", _options("debezium_json", "kcat", {}, tables)),
         (str(root / "avro.bin"), "length_prefixed", avro),
+        (str(root / "dbz.pretty.json"), "documents", _options("debezium_json", "documents", {}, tables)),
     ]
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _reference(paths: list[str | None], framings: list[str | None], options: list[str | None]) -> pa.Array:
@@ -203,7 +217,7 @@ def test_same_records_as_read_then_decode(landing) -> None:
     got = decode_files_array(*_arrays(landing))
     expected = _reference(*landing)
     assert got.type == DECODED_RECORDS_TYPE
-    assert len(got) == 11 and got.is_null().to_pylist() == [False, False, True, *[False] * 8]
+    assert len(got) == 12 and got.is_null().to_pylist() == [False, False, True, *[False] * 9]
     for i in range(len(expected)):
         assert got[i].equals(expected[i]), (i, landing[0][i])
     assert got.equals(expected)
@@ -239,6 +253,10 @@ def test_same_records_as_read_then_decode(landing) -> None:
     prefixed_rows = got[10].values.to_pylist()
     assert [r["result"] and r["result"]["status"] for r in prefixed_rows] == ["ok", "quarantined", "ok", None]
     assert prefixed_rows[-1]["error"] == "truncated: 500 bytes announced, 3 left" and prefixed_rows[-1]["raw_is_base64"]
+    pretty_rows = got[11].values.to_pylist()
+    assert [r["result"]["status"] for r in pretty_rows[:-1]].count("ok") >= 15
+    assert pretty_rows[-1]["error"].startswith("not JSON: Expecting ") and pretty_rows[-1]["result"] is None
+    assert pretty_rows[-1]["raw_record"] == '{"op": "c", "after": {"id"'
     kcat_rows = got[9].values.to_pylist()  # the first lines as kcat messages, the one not UTF-8 left out
     assert [r["kafka_offset"] for r in kcat_rows] == [i for i in range(40) if i != 9]
     assert [r["result"]["status"] for r in kcat_rows].count("ok") >= 30
