@@ -110,10 +110,11 @@ DECODE_CHUNK = 2000
 MAX_FILE_TEXT_BYTES = 2**31 - 1
 #: bytes of a ``LINE_FRAMINGS``, ``csv`` or ``documents`` file ``cdc_decode_records``
 #: reads at a time (whole lines, rows, values; of a ``length_prefixed`` file: records
-#: until they hold that much base64). A
-#: worker's peak grows by about 5x a block plus a chunk's decoding (``bench.file_memory``,
-#: a 210 MiB file: 8 MiB blocks 115 MiB, the whole file at once 630 MiB; CPU 0.92x)
-LINES_BLOCK_BYTES = 8 * 2**20
+#: until they hold that much base64). 2 MiB: in every framing both the worker's memory
+#: and its CPU were lower than at 8 MiB (``bench.file_memory``, 100k events; a 210 MiB
+#: ``lines`` file grows it by 74 MiB at 0.86x the whole file's CPU, 132 at 0.87x by 8 MiB
+#: blocks, 630 whole; ``documents`` 108 MiB at 0.91x, 211 at 1.00x; 1 MiB gained little more)
+FILE_BLOCK_BYTES = 2 * 2**20
 #: messages of a ``kafka_parquet`` file ``cdc_decode_records`` reads at a time (a batch
 #: whose text one Arrow string column cannot hold is cut in parts that fit)
 KAFKA_BATCH_ROWS = 1000
@@ -610,7 +611,7 @@ def decode_record_batches(
     framings: pa.Array,
     options: pa.Array,
     chunk: int = DECODE_CHUNK,
-    block_bytes: int = LINES_BLOCK_BYTES,
+    block_bytes: int = FILE_BLOCK_BYTES,
     whole_files: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Pure function behind ``cdc_decode_records``: the records of each file (null path

@@ -44,7 +44,7 @@ from udfs.spark_udfs import (
     DECODE_CHUNK,
     DECODED_RECORDS_DDL,
     DECODED_RECORDS_TYPE,
-    LINES_BLOCK_BYTES,
+    FILE_BLOCK_BYTES,
     RECORDS_DDL,
     RECORDS_TYPE,
     decode_files_array,
@@ -280,7 +280,7 @@ def test_no_files(landing) -> None:
 
 @pytest.mark.parametrize(
     ("chunk", "block_bytes", "whole_files"),
-    [(7, 100, False), (DECODE_CHUNK, 100, False), (DECODE_CHUNK, LINES_BLOCK_BYTES, False), (7, 100, True)],
+    [(7, 100, False), (DECODE_CHUNK, 100, False), (DECODE_CHUNK, FILE_BLOCK_BYTES, False), (7, 100, True)],
 )
 def test_record_batches_hold_the_same_records(landing, chunk, block_bytes, whole_files) -> None:
     arrays = _arrays(landing)
