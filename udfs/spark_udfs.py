@@ -687,20 +687,35 @@ def line_file_records(
     that says so (its text is not held); a file of more records than an ``int`` can
     number fails with a clear error.
     """
-    index = 0
     with open(local_path(path), "rb") as fh:
-        for number, block in enumerate(line_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES)):
-            if isinstance(block, int):
-                reason = (
-                    f"line too large: {block:,} bytes, more than the {MAX_FILE_TEXT_BYTES:,} one record may hold "
-                    "(Arrow's 32-bit offsets)"
-                )
-                records = _records_struct([RawRecord(0, None, error=reason)], struct_type)
-            else:
-                records = _line_block_records(block, framing, struct_type, at_file_start=number == 0)
-            if len(records):
-                yield _numbered_from(records, index, path)
-                index += len(records)
+        blocks = enumerate(line_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES))
+        yield from _numbered_on(
+            (
+                _records_struct([RawRecord(0, None, error=_too_large("line", block))], struct_type)
+                if isinstance(block, int)
+                else _line_block_records(block, framing, struct_type, at_file_start=number == 0)
+                for number, block in blocks
+            ),
+            path,
+        )
+
+
+def _too_large(what: str, size: int) -> str:
+    """The reason of a record whose ``size`` bytes one record cannot hold."""
+    return (
+        f"{what} too large: {size:,} bytes, more than the {MAX_FILE_TEXT_BYTES:,} one record may hold "
+        "(Arrow's 32-bit offsets)"
+    )
+
+
+def _numbered_on(parts: Iterable[pa.StructArray], path: str) -> Iterator[pa.StructArray]:
+    """Parts of a file's records, each numbered from 0, numbered on from part to part
+    (:func:`_numbered_from`; empty parts left out)."""
+    index = 0
+    for records in parts:
+        if len(records):
+            yield _numbered_from(records, index, path)
+            index += len(records)
 
 
 def kafka_parquet_file_records(path: str, opts: str | None, struct_type: pa.StructType) -> Iterator[pa.StructArray]:
@@ -792,23 +807,20 @@ def csv_file_records(
     header = bool((decoder_options.get("options") or {}).get("header", False))
     names: list[str] | None = None
     header_error = None
-    index = 0
+
+    def part(number: int, block: bytes | int) -> pa.StructArray:
+        nonlocal names, header_error
+        if isinstance(block, int):
+            reason = _too_large("row", block) + ("; it is the header row" if header and number == 0 else "")
+            return _records_struct([RawRecord(0, None, error=reason, header=names)], struct_type)
+        rows = csv_rows(block, at_file_start=number == 0)
+        if header and number == 0 and rows:
+            (names, header_error), rows = csv_header(rows[0]), rows[1:]
+        return _records_struct(csv_records(rows, names, header_error), struct_type)
+
     with open(local_path(path), "rb") as fh:
-        for number, block in enumerate(csv_row_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES)):
-            if isinstance(block, int):
-                reason = (
-                    f"row too large: {block:,} bytes, more than the {MAX_FILE_TEXT_BYTES:,} one record may hold "
-                    "(Arrow's 32-bit offsets)" + ("; it is the header row" if header and number == 0 else "")
-                )
-                records = _records_struct([RawRecord(0, None, error=reason, header=names)], struct_type)
-            else:
-                rows = csv_rows(block, at_file_start=number == 0)
-                if header and number == 0 and rows:
-                    (names, header_error), rows = csv_header(rows[0]), rows[1:]
-                records = _records_struct(csv_records(rows, names, header_error), struct_type)
-            if len(records):
-                yield _numbered_from(records, index, path)
-                index += len(records)
+        blocks = enumerate(csv_row_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES))
+        yield from _numbered_on((part(number, block) for number, block in blocks), path)
 
 
 def length_prefixed_file_records(path: str, struct_type: pa.StructType, block_bytes: int) -> Iterator[pa.StructArray]:
