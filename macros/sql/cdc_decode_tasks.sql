@@ -5,8 +5,9 @@
     one task, on one core.
 
     One task per `task_bytes` of landing files, at least `min_tasks` (so every core of
-    a machine gets work), never more than one task per file (a file is read whole, by
-    one task). A task reads and decodes its files in one call of `cdc_decode_files`.
+    a machine gets work), never more than one task per file (a file is read, by parts,
+    by one task). A task reads and decodes its files in one call of the table function
+    `cdc_decode_records`.
 
     Arguments:
         files_relation: the relation listing the run's files (`file_size` in bytes).

@@ -81,7 +81,7 @@ final as (
         kafka_timestamp_ms,
         case when error is not null then 'quarantined' else result.status end as status,
         coalesce(error, result.reason) as reason,
-        -- the raw record: only where the quarantine needs it (cdc_decode_files)
+        -- the raw record: only where the quarantine needs it (cdc_decode_records)
         raw_record,
         raw_is_base64,
         case when error is null then result.changes end as changes,
