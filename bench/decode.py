@@ -40,11 +40,12 @@ project_cached_flat (diagnostic, ``debezium_json`` only)
     *project_cached_results*, it shows what the other physical form Spark 4 offers
     (``arrow_udtf``) would take off that floor.
 project_flat_udtf (diagnostic, ``debezium_json`` only)
-    The same Arrow UDTF shape decoding for real: each batch of files decoded by
-    ``cdc_decode_files``' own function (``decode_files_array``), its rows yielded flat,
-    one per change. Side by side with *project* (an Arrow UDTF too since 2026-11-26
-    12:00, one row per record with its changes nested), it shows what yielding the
-    changelog's rows themselves would buy.
+    The same Arrow UDTF shape decoding for real: each file read and decoded by parts
+    with ``cdc_decode_records``' own function (``decode_record_batches``; until
+    2026-11-27 07:00, each batch of files read whole by ``decode_files_array``), its
+    rows yielded flat, one per change. Side by side with *project* (an Arrow UDTF too
+    since 2026-11-26 12:00, one row per record with its changes nested), it shows what
+    yielding the changelog's rows themselves would buy.
 python_decode_only (diagnostic)
     The pure functions the UDFs call (``split_file`` + ``decode_records``, batches of
     2000) in the benchmark's own process, over a sample of the files: the Python cost of
@@ -82,6 +83,7 @@ import contextlib
 import io
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -475,10 +477,28 @@ def register_cached_flat(spark: Any, cache_dir: Path) -> None:
 DECODE_FLAT_UDTF = "bench_decode_flat_changes"
 
 
+def decode_flat_batches(
+    feeds: pa.Array, paths: pa.Array, framings: pa.Array, options: pa.Array, **parts: Any
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the bench's project query (:func:`flat_changes`), the files read and
+    decoded by parts as ``cdc_decode_records`` reads them
+    (:func:`udfs.spark_udfs.decode_record_batches`, ``parts``: its ``chunk`` and
+    ``block_bytes``): one batch of flat rows per batch of decoded records."""
+    from udfs.spark_udfs import decode_record_batches
+
+    for i in range(len(paths)):
+        one = [column.slice(i, 1) for column in (paths, framings, options)]
+        for rows in decode_record_batches(*one, **parts):
+            decoded = pa.StructArray.from_arrays(rows.columns[1:], names=rows.schema.names[1:])
+            nested = pa.ListArray.from_arrays(pa.array([0, rows.num_rows], pa.int32()), decoded)
+            yield flat_changes(feeds.slice(i, 1), one[0], nested)
+
+
 def register_decode_flat(spark: Any) -> None:
     """Register :data:`DECODE_FLAT_UDTF` (*project_flat_udtf* in the module doc): an
-    Arrow UDTF over ``TABLE(files)`` that decodes each batch of files with
-    ``cdc_decode_files``' own function and yields the project query's rows flat."""
+    Arrow UDTF over ``TABLE(files)`` that reads and decodes each file by parts as
+    ``cdc_decode_records`` does (:func:`decode_flat_batches`) and yields the project
+    query's rows flat."""
     from pyspark.sql.functions import arrow_udtf
 
     from udfs.decode import CHANGE_FIELDS
@@ -488,11 +508,12 @@ def register_decode_flat(spark: Any) -> None:
     @arrow_udtf(returnType=f"{FLAT_PREFIX_DDL}, {CHANGE_FIELDS}")
     class BenchDecodeFlatChanges:
         def eval(self, files: pa.RecordBatch) -> Any:
-            from udfs.spark_udfs import decode_files_array
-
-            paths = files.column("source_file")
-            nested = decode_files_array(paths, files.column("framing"), files.column("decoder_options"))
-            yield flat_changes(files.column("feed"), paths, nested)
+            yield from decode_flat_batches(
+                files.column("feed"),
+                files.column("source_file"),
+                files.column("framing"),
+                files.column("decoder_options"),
+            )
 
     spark.udtf.register(DECODE_FLAT_UDTF, BenchDecodeFlatChanges)
 

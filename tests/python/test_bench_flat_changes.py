@@ -117,3 +117,49 @@ def test_a_sliced_batch_reads_its_own_files_only(start: int) -> None:
 def test_no_files_no_rows() -> None:
     batch = flat_changes(pa.array([], pa.string()), pa.array([], pa.string()), _nested([]))
     assert batch.num_rows == 0
+
+
+def _landing(tmp_path) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    """Debezium files (lines, documents) with records that decode, quarantine and fail
+    framing, and a null path: the files of two feeds."""
+    import json
+    import random
+
+    from bench.data import workload
+
+    wl = workload()
+    rng = random.Random(3)
+    bodies = [wl.render_debezium_json(ev) for ev in wl.generate(3, 120)]
+    lines = [json.dumps(b, ensure_ascii=rng.random() < 0.5).encode() for b in bodies]
+    lines[5:5] = [b"not json", b"\xff\xfe not utf-8", b'{"payload": {"op": "c", "after": {"id": 1}}}']
+    (tmp_path / "a.json").write_bytes(b"\n".join(lines) + b"\n")
+    (tmp_path / "b.json").write_bytes(b"\n\n".join(json.dumps(b, indent=2).encode() for b in bodies[:40]) + b" {")
+    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
+    options = [
+        json.dumps({"format": "debezium_json", "framing": framing, "options": {}, "tables": tables}, sort_keys=True)
+        for framing in ("lines", "documents", "lines")
+    ]
+    paths = [str(tmp_path / "a.json"), str(tmp_path / "b.json"), None]
+    return (
+        pa.array(["f1", "f2", "f1"]),
+        pa.array(paths, pa.string()),
+        pa.array(["lines", "documents", "lines"]),
+        pa.array(options),
+    )
+
+
+@pytest.mark.parametrize(("chunk", "block_bytes"), [(7, 1000), (2000, 2 << 20)])
+def test_rows_decoded_by_parts_are_the_rows_of_the_files_decoded_whole(tmp_path, chunk, block_bytes) -> None:
+    """*flat UDTF* reads and decodes each file by parts (``decode_record_batches``): its
+    rows are the rows of the files read whole (``decode_files_array``), in the same order."""
+    from bench.decode import decode_flat_batches
+    from udfs.spark_udfs import decode_files_array
+
+    feeds, paths, framings, options = _landing(tmp_path)
+    whole = flat_changes(feeds, paths, decode_files_array(paths, framings, options))
+    batches = list(decode_flat_batches(feeds, paths, framings, options, chunk=chunk, block_bytes=block_bytes))
+    by_parts = pa.Table.from_batches(batches, schema=whole.schema)
+    assert by_parts.to_pylist() == whole.to_pylist()
+    statuses = set(by_parts.column("status").to_pylist())
+    assert statuses >= {"ok", "quarantined"} and set(by_parts.column("feed").to_pylist()) == {"f1", "f2"}
+    assert len(batches) > (3 if chunk == 7 else 1)
