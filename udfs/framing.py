@@ -235,7 +235,10 @@ def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | N
     past what was read (or may: a number such as ``-4.`` that only digits, signs, points
     and exponents follow up to there) is cut again once more is read (as much again as is held, so a long value costs a few parses, not one per
     block). A value that cannot be parsed makes the rest of the file one record with
-    the reason, whose position (line, column, char) counts from the start of the file.
+    the reason, whose position (line, column, char) counts from the start of the file;
+    the error is final once it is not within the last characters read nor in a string
+    still open (:func:`_maybe_cut_short`), so the rest is then read a block at a time,
+    not held in ever larger reads.
 
     ``max_text_bytes``: when no value ends within that many bytes of UTF-8, they are one
     record without text that says so, and the rest of the file is not read (where the
@@ -263,8 +266,8 @@ def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | N
             try:
                 _, end = decoder.raw_decode(text, pos)
             except (ValueError, RecursionError) as exc:
-                if not eof:
-                    break  # perhaps only cut short: read on
+                if not eof and _maybe_cut_short(exc, n):
+                    break  # perhaps only cut short by the end of what was read: read on
                 reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
                 if isinstance(exc, json.JSONDecodeError):  # its position in the file, not in ``text``
                     line_start = text.rfind("\n", 0, exc.pos) + 1
@@ -272,10 +275,10 @@ def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | N
                     reason = (
                         f"{exc.msg}: line {lines_before + exc.lineno} column {column} (char {chars_before + exc.pos})"
                     )
-                rest = text[pos:]
-                if max_text_bytes is not None and _text_bytes(rest) > max_text_bytes:
+                rest, rest_bytes = _rest_of_file(text[pos:], stream, utf8, block_bytes, max_text_bytes, eof)
+                if rest is None:
                     reason += (
-                        f"; the rest of the file holds {_text_bytes(rest):,} bytes, more than the "
+                        f"; the rest of the file holds {rest_bytes:,} bytes, more than the "
                         f"{max_text_bytes:,} one record may hold (Arrow's 32-bit offsets)"
                     )
                     yield RawRecord(index, None, error=f"not JSON: {reason}")
@@ -310,6 +313,48 @@ def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | N
 
 #: a character that cannot go on a JSON number (so a value followed by one is whole)
 _NOT_IN_A_NUMBER = re.compile(r"[^0-9+\-.eE]")
+#: how close to the end of the text read an error of ``raw_decode`` may be when the value
+#: is only cut short there: the longest token cut short is ``-Infinity`` (8 characters
+#: held) and ``\uXXXX`` (6); whitespace before the end is skipped before the error
+_CUT_SHORT_CHARS = 16
+
+
+def _maybe_cut_short(exc: ValueError | RecursionError, n: int) -> bool:
+    """Whether a value ``raw_decode`` could not parse out of the ``n`` characters read
+    so far may parse once more is read: a string still open, or an error within the last
+    few characters. Any other error is the file's own, and the rest of the file is read
+    only to be the record's text (not held in parts until the end of the file, nor
+    misreported as a value too large). Nested too deeply is final: more text nests no less."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return False
+    return exc.msg.startswith("Unterminated string") or exc.pos >= n - _CUT_SHORT_CHARS
+
+
+def _rest_of_file(
+    held: str,
+    stream: BinaryIO,
+    utf8: codecs.IncrementalDecoder,
+    block_bytes: int,
+    max_text_bytes: int | None,
+    eof: bool,
+) -> tuple[str | None, int]:
+    """``held`` and the rest of ``stream`` (decoded on by ``utf8``), and its size in bytes:
+    the text of the record a file that cannot be parsed ends with, or None past
+    ``max_text_bytes`` (then only counted, ``block_bytes`` at a time)."""
+    size = _text_bytes(held)
+    parts: list[str] | None = [held]
+    while not eof:
+        data = stream.read(block_bytes)
+        eof = len(data) < block_bytes
+        piece = utf8.decode(data, final=eof)
+        size += _text_bytes(piece)
+        if parts is not None and max_text_bytes is not None and size > max_text_bytes:
+            parts = None
+        if parts is not None:
+            parts.append(piece)
+    if max_text_bytes is not None and size > max_text_bytes:
+        return None, size
+    return "".join(parts or []), size
 
 
 def _text_bytes(text: str) -> int:

@@ -9,6 +9,9 @@ read at once.
   split between blocks, a BOM only at the start, and a value that cannot be parsed
   making the rest of the file one record whose reason counts line, column and char
   from the start of the file (also nested too deeply);
+* every cut of a random valid value reads on (``_maybe_cut_short``), while an error
+  found away from the end of what was read is final: the rest of the file is read a
+  block at a time, and past the limit its reason stays the syntax error;
 * :func:`udfs.spark_udfs.documents_file_records`: the records of
   ``file_records_struct`` over the whole file, numbered on from part to part;
 * the limit moves from the file to the value: a file past it decodes record by
@@ -184,3 +187,70 @@ def test_the_rest_of_a_file_that_cannot_be_parsed_past_the_limit_keeps_its_reaso
         None,
         "not JSON: Expecting property name enclosed in double quotes: line 2 column 2 (char 10)",
     ]
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> str:
+    """A random JSON value as Python's ``json`` reads it (``NaN`` and ``Infinity`` too),
+    with whitespace, escapes and characters of 1 to 4 bytes."""
+    kind = rng.randrange(10 if depth < 4 else 7)
+    if kind == 0:
+        return rng.choice(["true", "false", "null", "NaN", "Infinity", "-Infinity"])
+    if kind == 1:
+        return rng.choice([str(rng.randint(-(10**30), 10**30)), "-0.5e-10", "1.25E+300", "-0", "12.75e12", "7e5"])
+    if kind <= 6:
+        pieces = ["a", "é", "\\n", '\\"', "\\\\", "\\u00e9", "\\ud83d\\ude00", "中", "😀", " ", "\\/", "\\t"]
+        return '"' + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) + '"'
+    space = ["", " ", "\n  ", "\t", "\r\n"]
+    items = [rng.choice(space) + _json_value(rng, depth + 1) + rng.choice(space) for _ in range(rng.randint(0, 4))]
+    if kind <= 8:
+        return "[" + ",".join(items) + rng.choice(space) + "]"
+    keys = [rng.choice(space) + _json_value(rng, 9) + rng.choice(space) for _ in items]
+    keys = [k if k.strip().startswith('"') else ' "k" ' for k in keys]
+    return "{" + ",".join(f"{k}:{v}" for k, v in zip(keys, items, strict=True)) + rng.choice(space) + "}"
+
+
+def test_every_value_cut_short_is_read_on() -> None:
+    """Wherever a block ends inside a value, ``raw_decode``'s error says it may be cut
+    short (the reader reads on), for every kind of token."""
+    from udfs.framing import _maybe_cut_short
+
+    rng = random.Random(7)
+    decoder = json.JSONDecoder()
+    cuts = 0
+    for _ in range(1500):
+        value = _json_value(rng)
+        json.loads(value)  # a valid value
+        for end in range(1, len(value)):
+            try:
+                decoder.raw_decode(value[:end])
+            except ValueError as exc:
+                cuts += 1
+                assert _maybe_cut_short(exc, end), (value[:end], exc)
+    assert cuts > 10_000
+
+
+@pytest.mark.parametrize("block_bytes", [16, 64])
+def test_an_error_is_final_where_it_is_found_and_the_rest_is_read_a_block_at_a_time(block_bytes) -> None:
+    """A file whose value cannot be parsed (far from the end of what was read) is not
+    read on as if the value were cut short: its reason is the syntax error (not "no
+    value ends"), and the rest of the file is read a block at a time."""
+
+    class Reads(io.BytesIO):
+        def __init__(self, content: bytes) -> None:
+            super().__init__(content)
+            self.sizes: list[int] = []
+
+        def read(self, size: int = -1) -> bytes:
+            self.sizes.append(size)
+            return super().read(size)
+
+    content = b'{"a": 1}\n{oops' + b"x" * 1000
+    stream = Reads(content)
+    first, rest = document_records(stream, block_bytes, max_text_bytes=60)
+    assert first.text == '{"a": 1}' and (rest.text, rest.raw_b64) == (None, None)
+    assert rest.error == (
+        "not JSON: Expecting property name enclosed in double quotes: line 2 column 2 (char 10); the rest of the "
+        "file holds 1,005 bytes, more than the 60 one record may hold (Arrow's 32-bit offsets)"
+    )
+    assert max(stream.sizes) == block_bytes and stream.tell() == len(content)
+    assert _records(content, block_bytes) == _reference(content)  # no limit: the rest is the record's text
