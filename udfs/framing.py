@@ -341,20 +341,16 @@ def _rest_of_file(
     """``held`` and the rest of ``stream`` (decoded on by ``utf8``), and its size in bytes:
     the text of the record a file that cannot be parsed ends with, or None past
     ``max_text_bytes`` (then only counted, ``block_bytes`` at a time)."""
-    size = _text_bytes(held)
-    parts: list[str] | None = [held]
+    size, parts = _text_bytes(held), [held]
     while not eof:
         data = stream.read(block_bytes)
         eof = len(data) < block_bytes
         piece = utf8.decode(data, final=eof)
         size += _text_bytes(piece)
-        if parts is not None and max_text_bytes is not None and size > max_text_bytes:
-            parts = None
-        if parts is not None:
-            parts.append(piece)
-    if max_text_bytes is not None and size > max_text_bytes:
-        return None, size
-    return "".join(parts or []), size
+        parts.append(piece)
+        if max_text_bytes is not None and size > max_text_bytes:
+            parts.clear()  # past the limit: only counted from here on
+    return (None, size) if max_text_bytes is not None and size > max_text_bytes else ("".join(parts), size)
 
 
 def _text_bytes(text: str) -> int:
