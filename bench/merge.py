@@ -77,6 +77,13 @@ READS = 2
 #: (no marts, audit reports or tests: they do not change what the merge costs); then a
 #: run of ``MERGE_NODES`` alone, so its CPU is measured apart
 DECODE_SELECTION = "+audit_files"
+#: the models whose data tests a run pays for at every size (measured apart, ``dbt test``
+#: after the merge): the changelog's, the audit row's and the merge's
+TESTED_MODELS = ("changelog", "audit_files", *MERGE_NODES)
+#: the slowest of those tests listed per batch
+SLOWEST_TESTS = 6
+#: the test scopes measured side by side (``Config.test_scope``), in turn
+TEST_SCOPES = ("all", "run")
 
 #: The values of key ``k`` as Spark SQL over a column ``id`` (see :func:`base_row`).
 _VALUE_SQL = {
@@ -320,6 +327,7 @@ def _merge_one_batch(
     took = spark.sql(f"select distinct merge_plan from `{s}`.int_row_versions_refolded").first()[0]
     assert took == path, f"batch {b}: asked for the {path} path, the model took the {took} path"
     reads = _read_costs(spark, s) if path == "append" else {}
+    tests = {"tests": _test_costs(config, target)} if path == "append" else {}
     return {
         "batch_no": b,
         "path": path,
@@ -337,7 +345,30 @@ def _merge_one_batch(
         "versions_rewritten": versions,
         "buckets_rewritten": buckets,
         **reads,
+        **tests,
     }
+
+
+def _test_costs(config: Any, target: Path) -> dict[str, Any]:
+    """What the data tests of the changelog and the merge's models cost after this batch
+    (``dbt test`` of ``TESTED_MODELS``), with each ``test_scope`` in turn (``run``: the
+    unique tests read the rows of the latest run; ``all``: every row): the wall time
+    while a test ran, the tests' busy seconds and the slowest tests."""
+    from udfs.pipeline import run_dbt
+
+    costs = {}
+    for scope in TEST_SCOPES:
+        run_dbt(dataclasses.replace(config, test_scope=scope), "test", extra=["--select", " ".join(TESTED_MODELS)])
+        tests = node_times(target)
+        results = json.loads((target / "run_results.json").read_text())["results"]
+        slowest = sorted(results, key=lambda r: -float(r.get("execution_time") or 0.0))[:SLOWEST_TESTS]
+        costs[scope] = {
+            "wall_s": tests["nodes_wall_s"],
+            "busy_s": tests["stages"]["tests"],
+            "n": tests["n_tests"],
+            "slowest_s": {r["unique_id"].split(".")[2]: round(float(r["execution_time"]), 3) for r in slowest},
+        }
+    return costs
 
 
 def run_merge_growth(
@@ -401,6 +432,9 @@ def run_merge_growth(
                 # read cost of merge-on-read: the state view (base + one segment) vs the base alone
                 "read_state_s": min(r["read_state_s"] for r in appended),
                 "read_base_s": min(r["read_base_s"] for r in appended),
+                # the data tests after a merge, by test scope (fastest of the batches)
+                "tests_wall_s": {sc: min(r["tests"][sc]["wall_s"] for r in appended) for sc in TEST_SCOPES},
+                "tests_busy_s": {sc: min(r["tests"][sc]["busy_s"] for r in appended) for sc in TEST_SCOPES},
                 "batch_decode_s": best["decode_s"],
                 "versions_rewritten": best["versions_rewritten"],
                 "buckets_rewritten": best["buckets_rewritten"],
@@ -420,6 +454,7 @@ def run_merge_growth(
             "merge_cpu_ratio": round(c["merge_cpu_s"] / a["merge_cpu_s"], 2),
             "compact_merge_time_ratio": round(c["compact_merge_s"] / a["compact_merge_s"], 2),
             "read_state_time_ratio": round(c["read_state_s"] / a["read_state_s"], 2),
+            "tests_time_ratio": {sc: round(c["tests_wall_s"][sc] / a["tests_wall_s"][sc], 2) for sc in TEST_SCOPES},
         }
         for a, c in zip(steps, steps[1:], strict=False)
     ]

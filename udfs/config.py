@@ -28,6 +28,7 @@ TOP_LEVEL_KEYS = {
     "compact_after_fraction",
     "keep_previous_bases",
     "dbt_threads",
+    "test_scope",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -71,6 +72,8 @@ DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
 #: dbt threads of a run (see ``Config.dbt_threads``; measured by ``python -m bench.run_overhead``)
 DEFAULT_DBT_THREADS = 4
 MAX_DBT_THREADS = 64
+#: values of ``test_scope`` (see ``Config.test_scope``)
+TEST_SCOPES = ("run", "all")
 
 
 @dataclass
@@ -104,6 +107,10 @@ class Config:
     #: dbt tests overlap, so a run's fixed cost (metastore calls, query planning, small
     #: jobs) is paid side by side instead of in a line
     dbt_threads: int = DEFAULT_DBT_THREADS
+    #: the rows the unique tests of the changelog, state and history read in a run:
+    #: ``run``, those the run wrote (their cost follows the run, not the tables' size;
+    #: see macros/sql/cdc_run_rows.sql), or ``all``, every row
+    test_scope: str = "run"
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -171,6 +178,9 @@ def load_config(path: str | Path) -> Config:
     threads = raw.get("dbt_threads", DEFAULT_DBT_THREADS)
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_DBT_THREADS:
         raise ConfigError(f"dbt_threads must be an integer between 1 and {MAX_DBT_THREADS}, got {threads!r}")
+    test_scope = raw.get("test_scope", "run")
+    if test_scope not in TEST_SCOPES:
+        raise ConfigError(f"test_scope must be one of {', '.join(TEST_SCOPES)}, got {test_scope!r}")
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -259,6 +269,7 @@ def load_config(path: str | Path) -> Config:
         float(compact_fraction),
         keep_bases,
         threads,
+        test_scope,
     )
 
 

@@ -67,6 +67,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "keep_previous_bases": config.keep_previous_bases,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
+            "test_scope": config.test_scope,
             "feeds": [
                 {
                     "name": f.name,

@@ -9,7 +9,7 @@
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
     long_history_versions, compact_after_segments, compact_after_fraction,
-    keep_previous_bases, golden, retry_quarantine.
+    keep_previous_bases, golden, retry_quarantine, test_scope.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -32,5 +32,6 @@
         'keep_previous_bases': settings.get('keep_previous_bases', 1),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
+        'test_scope': settings.get('test_scope', 'run'),
     }) %}
 {% endmacro %}

@@ -106,6 +106,10 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert _positive(step["merge_s"]) and _positive(step["merge_cpu_s"]) and _positive(step["initial_merge_s"])
         assert _positive(step["compact_merge_s"]) and _positive(step["compact_merge_cpu_s"])
         assert _positive(step["read_state_s"]) and _positive(step["read_base_s"])
+        # the data tests after the merge, the unique tests reading every row and the run's
+        assert all(_positive(step["tests_wall_s"][scope]) for scope in ("all", "run")), step["tests_wall_s"]
+        (batch,) = [b for b in step["batches"] if b["path"] == "append"]
+        assert batch["tests"]["all"]["n"] == batch["tests"]["run"]["n"] > 0
         assert {b["path"] for b in step["batches"]} == {"append", "compact"}
         # an appended segment holds the batch's keys; a compaction rewrites every key
         appended = max(b["versions_rewritten"] for b in step["batches"] if b["path"] == "append")
@@ -113,6 +117,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert step["batch_changes"] == 200 and step["batch_late"] == 40
     (ratio,) = merge["ratios"]
     assert _positive(ratio["merge_time_ratio"]) and _positive(ratio["merge_cpu_ratio"])
+    assert _positive(ratio["tests_time_ratio"]["all"]) and _positive(ratio["tests_time_ratio"]["run"])
 
     (hot,) = res["hot_key"]["steps"]
     assert hot["versions"] == 80 and hot["long_row_ok"] and hot["window_row_ok"], hot

@@ -144,3 +144,15 @@ def test_keep_previous_bases_is_a_count_passed_to_dbt(tmp_path):
     for bad in (-1, "1", True, 1.5, None):
         with pytest.raises(ConfigError, match="keep_previous_bases must be an integer >= 0"):
             load_config(_write(tmp_path, [feed("debezium_json")], keep_previous_bases=bad))
+
+
+def test_test_scope_is_run_or_all_and_reaches_dbt(tmp_path):
+    from udfs.pipeline import dbt_vars
+
+    config = load_config(_write(tmp_path, [feed("debezium_json")]))
+    assert config.test_scope == "run" and dbt_vars(config)["cdc"]["test_scope"] == "run"
+    config = load_config(_write(tmp_path, [feed("debezium_json")], test_scope="all"))
+    assert config.test_scope == "all" and dbt_vars(config)["cdc"]["test_scope"] == "all"
+    for bad in ("everything", True, None):
+        with pytest.raises(ConfigError, match="test_scope must be one of run, all"):
+            load_config(_write(tmp_path, [feed("debezium_json")], test_scope=bad))

@@ -1,0 +1,61 @@
+{#
+    A predicate over a model's rows for its data tests (`where: "__cdc_run_rows__"`,
+    see `default__get_where_subquery`): the rows this run wrote, so that a run's
+    tests cost what it wrote rather than the size of its tables. Every other row was
+    tested by the run that wrote it. A changelog test that fails skips the audit rows
+    that mark the run's files processed, so the next run tests those rows again; a
+    state or history test that fails fails its run once (the merge is committed).
+
+    * `changelog`: the rows loaded since the latest run that processed files began
+      (`audit_files.processed_at`): that run's, and those of any run after it,
+      including one that died before its audit rows; and this invocation's.
+    * `state`, `history`: the rows of the keys this run refolded
+      (`int_changes_to_refold`); every row after a compaction (it rewrote every key).
+    * any other model: every row.
+
+    Every row, for every model, with the setting `test_scope: all` (`cdc.yml`), or
+    the dbt variable `cdc_test_scope: all` (a plain `dbt test` of whole tables).
+
+    Arguments:
+        relation: the model the test reads.
+
+    Returns: SQL of a boolean over the model's columns (`true`: every row).
+#}
+{% macro cdc_run_rows(relation) %}
+    {% set scope = var('cdc_test_scope', none) or cdc_settings().test_scope %}
+    {% if scope == 'all' or not execute %}
+        {% do return('true') %}
+    {% endif %}
+    {% if relation.identifier == 'changelog' %}
+        {% set audit = load_relation(relation.incorporate(path={'identifier': 'audit_files'})) %}
+        {% if audit is none %}
+            {% do return('true') %}
+        {% endif %}
+        {% set last_sql %}
+            select cast(max(processed_at) as string) from {{ audit }}
+        {% endset %}
+        {% set last = run_query(last_sql).columns[0].values()[0] %}
+        {% if last is none %}
+            {% do return('true') %}
+        {% endif %}
+        {% do return(
+            '(loaded_at >= cast(' ~ cdc_string_literal(last) ~ ' as timestamp)'
+            ~ ' or run_id = ' ~ cdc_string_literal(invocation_id) ~ ')'
+        ) %}
+    {% elif relation.identifier in ('state', 'history') %}
+        {% set merge_log = load_relation(relation.incorporate(path={'identifier': 'merge_log'})) %}
+        {% set refold = load_relation(relation.incorporate(path={'identifier': 'int_changes_to_refold'})) %}
+        {% if merge_log is none or refold is none %}
+            {% do return('true') %}
+        {% endif %}
+        {% set compacted_sql %}
+            select count(*) from {{ merge_log }}
+            where run_id = {{ cdc_string_literal(invocation_id) }} and compacted
+        {% endset %}
+        {% if run_query(compacted_sql).columns[0].values()[0] > 0 %}
+            {% do return('true') %}
+        {% endif %}
+        {% do return('(table_id, key_text) in (select table_id, key_text from ' ~ refold ~ ')') %}
+    {% endif %}
+    {% do return('true') %}
+{% endmacro %}
