@@ -27,7 +27,7 @@
         {% do return('true') %}
     {% endif %}
     {% if relation.identifier == 'changelog' %}
-        {% set audit = load_relation(relation.incorporate(path={'identifier': 'audit_files'})) %}
+        {% set audit = cdc_existing_relation('audit_files') %}
         {% if audit is none %}
             {% do return('true') %}
         {% endif %}
@@ -43,8 +43,8 @@
             ~ ' or run_id = ' ~ cdc_string_literal(invocation_id) ~ ')'
         ) %}
     {% elif relation.identifier in ('state', 'history') %}
-        {% set merge_log = load_relation(relation.incorporate(path={'identifier': 'merge_log'})) %}
-        {% set refold = load_relation(relation.incorporate(path={'identifier': 'int_changes_to_refold'})) %}
+        {% set merge_log = cdc_existing_relation('merge_log') %}
+        {% set refold = cdc_existing_relation('int_changes_to_refold') %}
         {% if merge_log is none or refold is none %}
             {% do return('true') %}
         {% endif %}
