@@ -190,3 +190,29 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
         assert figures["peak_mib"] >= figures["peak_before_mib"] > 0 and figures["cpu_s"] > 0, figures
     rows = [line.split() for line in done.stdout.splitlines() if line.strip().startswith((label, "whole"))]
     assert [row[-2:] for row in rows] == [[f"{min(records)}", row[-1]] for row in rows] and len(rows) == 2, done.stdout
+
+
+def test_changelog_scan_bench_reads_the_latest_runs_rows_in_both_layouts(tmp_path: Path) -> None:
+    """``python -m bench.changelog_scan``: each layout's files written as named (INT96,
+    INT64), the pending read finding exactly the latest run's rows and the unique test
+    no duplicate (the bench checks both counts and exits otherwise), a time per size,
+    layout and read."""
+    out = tmp_path / "changelog_scan.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.changelog_scan", "--runs", "1,3", "--rows-per-run", "300", "--rounds", "1"]
+        + ["--out", str(out)],
+        cwd=REPO,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    res = json.loads(out.read_text())
+    assert res["loaded_at_physical_types"] == {"INT96": ["INT96"], "TIMESTAMP_MICROS": ["INT64"]}
+    assert list(res["seconds"]) == ["1", "3"]
+    for size in res["seconds"].values():
+        assert all(
+            _positive(size[layout][read]) for layout in ("INT96", "TIMESTAMP_MICROS") for read in ("pending", "tested")
+        )
+    assert "growth 1 -> 3 runs" in done.stdout, done.stdout
