@@ -1,24 +1,39 @@
-"""How a run's two reads of its own rows in ``changelog`` grow with the changelog, with
-its timestamps written as INT96 (Spark's default) or as INT64 microseconds (the
-project's session setting, ``udfs.session``).
+"""How a run's reads of ``changelog`` grow with the changelog, in three layouts:
 
-``python -m bench.changelog_scan [--runs 10,40] [--rows-per-run 250000] [--rounds 3]``
+* ``INT96``: timestamps as INT96 (Spark's default), every writing task's files;
+* ``INT64``: timestamps as INT64 microseconds (the project's session setting,
+  ``udfs.session``), every writing task's files;
+* ``INT64 rebalanced``: INT64, the rows rebalanced by partition before the write, as
+  the changelog model's append is: one file per partition and run.
+
+``python -m bench.changelog_scan [--runs 10,40] [--rows-per-run 250000]
+[--write-tasks 2] [--rounds 3]``
 
 One table per layout, shaped as ``changelog`` is for these reads (partitioned by
-``table_id`` and 16 buckets; the test's key columns, ``loaded_at``, ``run_id`` and a
-200-byte image), gets one append per run, each with its own ``loaded_at`` and
-``run_id``, as a daily run's append does. At each size of ``--runs``, both reads, as dbt
-compiles them, of the latest run's rows:
+``table_id`` and 16 buckets; the test's key columns, ``format``, ``loaded_at``,
+``run_id``, a 200-byte image and Debezium's ``extras``), gets one append per run, each
+with its own ``loaded_at`` and ``run_id``, as a daily run's append does; 1% of each
+run's rows are an Arcion table's, with their ``operationcount`` in ``extras``. A run's
+rows are written by ``--write-tasks`` tasks (the tasks that read a run's decoded
+batch: each writes a file into every partition it has rows for). At each
+size of ``--runs``, the reads as dbt compiles them; the latest run is the one whose rows
+are not merged yet, and the one that died before its audit rows:
 
 * *pending*: the rows loaded after the last merge (``int_pending_changes``:
   ``loaded_at > (select max(merged_through) from merge_log)``), counted;
 * *tested*: the changelog's unique test over the run's rows (``cdc_run_rows``:
-  ``loaded_at >= <run start> or run_id = <invocation>``), grouped by its key.
+  ``loaded_at >= <run start> or run_id = <invocation>``), grouped by its key;
+* *present*: what the changelog model finds already appended for the batch's files
+  (the latest run's, as if it died before its audit rows), over every run's rows;
+* *arcion audit*: the rows ``arcion_operationcount_gaps`` reads, every row's
+  ``extras`` *before*, the Arcion formats' rows only *after* (by ``format``'s
+  statistics).
 
 The layouts take turns round by round (the machine is shared and noisy); the best round
-of each counts. Prints the seconds, the growth from the first size to the last (the
-size ratio when a read scans every run's files, about 1 when it skips them by their
-``loaded_at`` statistics) and INT64 over INT96 at each size; no assertion.
+of each counts. Prints the files, the seconds, each layout over INT96 at each size, the
+growth from the first size to the last (the size ratio when a read scans every run's
+rows, less when it skips them by their ``loaded_at`` statistics; what remains grows
+with the files) and the Arcion audit's read after over before; no assertion.
 """
 
 from __future__ import annotations
@@ -32,31 +47,47 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: the session setting's values: Spark's default first
-LAYOUTS = ("INT96", "TIMESTAMP_MICROS")
-READS = ("pending", "tested")
+#: layout -> (``spark.sql.parquet.outputTimestampType``, rebalanced by partition); the
+#: layout before the project's settings first
+LAYOUTS = {
+    "INT96": ("INT96", False),
+    "INT64": ("TIMESTAMP_MICROS", False),
+    "INT64 rebalanced": ("TIMESTAMP_MICROS", True),
+}
+READS = ("pending", "tested", "present", "arcion before", "arcion after")
 #: one second a run apart, far from any epoch edge
 _RUN_START_US = 1_700_000_000_000_000
 _BUCKETS = 16
+#: one row in ARCION_EVERY of a run is an Arcion internal table's
+ARCION_EVERY = 100
 
 
 def _loaded_at(run: int) -> str:
     return f"timestamp_micros({_RUN_START_US + run * 1_000_000})"
 
 
-def _append_run(spark: Any, table: str, layout: str, run: int, rows: int) -> None:
-    spark.conf.set("spark.sql.parquet.outputTimestampType", layout)
-    spark.range(rows).selectExpr(
+def _append_run(spark: Any, table: str, layout: str, run: int, rows: int, tasks: int) -> None:
+    timestamps, rebalanced = LAYOUTS[layout]
+    spark.conf.set("spark.sql.parquet.outputTimestampType", timestamps)
+    arcion = f"id % {ARCION_EVERY} = 0"
+    counts = "'insert_count', cast(id as string), 'update_count', '0', 'delete_count', '0', 'replace_count', '0'"
+    debezium = "'connector', 'postgresql', 'snapshot', 'false', 'server', 'dbserver1', 'lsn', cast(id as string)"
+    appended = spark.range(0, rows, 1, tasks).selectExpr(
         f"'landing/f/file-{run:05d}.jsonl' as source_file",
         "cast(id as int) as record_index",
         "0 as row_index",
+        f"if({arcion}, 'arcion_internal_json', 'debezium_json') as format",
         f"concat('{{\"id\":', cast(id + {run * rows} as string), '}}') as key_text",
         "repeat('x', 200) as after",
+        f"if({arcion}, map({counts}), map({debezium})) as extras",
         f"{_loaded_at(run)} as loaded_at",
         f"'run-{run:05d}' as run_id",
-        "'inventory.s.items' as table_id",
+        f"if({arcion}, 'arcion.s.orders', 'inventory.s.items') as table_id",
         f"cast(pmod(xxhash64(id), {_BUCKETS}) as int) as bucket",
-    ).write.mode("append").format("parquet").partitionBy("table_id", "bucket").saveAsTable(table)
+    )
+    if rebalanced:
+        appended = appended.hint("rebalance", "table_id", "bucket")
+    appended.write.mode("append").format("parquet").partitionBy("table_id", "bucket").saveAsTable(table)
 
 
 def _physical_types(spark: Any, table: str) -> list[str]:
@@ -77,6 +108,7 @@ def _physical_types(spark: Any, table: str) -> list[str]:
 def _reads(table: str, watermark: str, latest: int) -> dict[str, str]:
     key = "concat_ws('|', source_file, cast(record_index as string), cast(row_index as string))"
     scope = f"(loaded_at >= {_loaded_at(latest)} or run_id = 'run-{latest:05d}')"
+    counted = " or ".join(f"extras['{c}_count'] is not null" for c in ("insert", "update", "delete", "replace"))
     return {
         "pending": f"select count(key_text) from {table} where loaded_at > (select max(merged_through) from {watermark})",
         "tested": (
@@ -84,29 +116,46 @@ def _reads(table: str, watermark: str, latest: int) -> dict[str, str]:
             f"from (select * from {table} where {scope}) dbt_subquery where {key} is not null) "
             "group by unique_field having count(*) > 1)"
         ),
+        "present": (
+            f"select count(*) from (select source_file, record_index, row_index from {table} as this_table "
+            f"left semi join (select 'landing/f/file-{latest:05d}.jsonl' as source_file) as batch_files "
+            "on this_table.source_file = batch_files.source_file)"
+        ),
+        "arcion before": f"select count(*) from {table} where {counted}",
+        "arcion after": f"select count(*) from {table} where format like 'arcion%' and ({counted})",
     }
 
 
-def measure(sizes: list[int], rows: int, rounds: int) -> dict[str, Any]:
+def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[str, Any]:
     from udfs.session import build_session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-changelog-scan-") as tmp:
         spark = build_session(Path(tmp))
-        tables = {layout: f"default.changelog_{layout.lower()}" for layout in LAYOUTS}
+        tables = {layout: f"default.changelog_{layout.lower().replace(' ', '_')}" for layout in LAYOUTS}
+        files: dict[str, dict[str, int]] = {}
         written = 0
         for size in sizes:
             for run in range(written, size):
                 for layout, table in tables.items():
-                    _append_run(spark, table, layout, run, rows)
+                    _append_run(spark, table, layout, run, rows, tasks)
             written = size
+            files[str(size)] = {layout: len(spark.table(table).inputFiles()) for layout, table in tables.items()}
             # the last merge took every run but the latest
             spark.sql("drop table if exists default.merge_log")
             spark.sql(
                 "create table default.merge_log using parquet as "
                 f"select {_loaded_at(size - 1)} - interval 1 millisecond as merged_through"
             )
+            arcion_rows = size * len(range(0, rows, ARCION_EVERY))
+            want = {
+                "pending": rows,
+                "tested": 0,
+                "present": rows,
+                "arcion before": arcion_rows,
+                "arcion after": arcion_rows,
+            }
             best: dict[str, dict[str, float]] = {layout: {} for layout in LAYOUTS}
             for _ in range(rounds):
                 for layout, table in tables.items():
@@ -114,9 +163,8 @@ def measure(sizes: list[int], rows: int, rounds: int) -> dict[str, Any]:
                         t0 = time.perf_counter()
                         got = spark.sql(sql).first()[0]
                         took = time.perf_counter() - t0
-                        want = rows if read == "pending" else 0
-                        if got != want:
-                            raise SystemExit(f"{layout} {read} at {size} runs: {got} rows, expected {want}")
+                        if got != want[read]:
+                            raise SystemExit(f"{layout} {read} at {size} runs: {got} rows, expected {want[read]}")
                         best[layout][read] = min(best[layout].get(read, took), took)
             results[str(size)] = {layout: {read: round(s, 3) for read, s in best[layout].items()} for layout in LAYOUTS}
             print(f"{size} runs: {results[str(size)]}", file=sys.stderr)
@@ -124,6 +172,8 @@ def measure(sizes: list[int], rows: int, rounds: int) -> dict[str, Any]:
         spark.stop()
     return {
         "rows_per_run": rows,
+        "write_tasks": tasks,
+        "files": files,
         "loaded_at_physical_types": layouts,
         "rounds": rounds,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()},
@@ -135,20 +185,28 @@ def table(res: dict[str, Any]) -> str:
     sizes = list(res["seconds"])
     first, last = res["seconds"][sizes[0]], res["seconds"][sizes[-1]]
     growth = int(sizes[-1]) / int(sizes[0])
+    others = [layout for layout in LAYOUTS if layout != "INT96"]
     lines = [
-        f"a run's reads of its {res['rows_per_run']:,} changelog rows, best of {res['rounds']} round(s), seconds",
-        f"{'runs':>6}  {'read':<8} {'INT96':>7} {'INT64 micros':>13} {'INT64/INT96':>12}",
+        f"a run's reads of changelog, {res['rows_per_run']:,} rows a run written by {res['write_tasks']} task(s), "
+        f"best of {res['rounds']} round(s), seconds (ratio to INT96)",
+        f"{'runs':>6}  {'read':<14}" + "".join(f" {layout:>22}" for layout in LAYOUTS),
     ]
     for size in sizes:
         got = res["seconds"][size]
+        lines.append(f"{int(size):>6}  {'files':<14}" + "".join(f" {res['files'][size][lay]:>22,}" for lay in LAYOUTS))
         for read in READS:
-            old, new = got["INT96"][read], got["TIMESTAMP_MICROS"][read]
-            lines.append(f"{int(size):>6}  {read:<8} {old:7.2f} {new:13.2f} {new / old:11.2f}x")
+            base = got["INT96"][read]
+            cells = [f"{base:22.2f}"] + [f"{got[lay][read]:14.2f} ({got[lay][read] / base:4.2f}x)" for lay in others]
+            lines.append(f"{int(size):>6}  {read:<14} " + " ".join(cells))
     lines.append(f"growth {sizes[0]} -> {sizes[-1]} runs ({growth:g}x the rows):")
     for read in READS:
-        old = last["INT96"][read] / first["INT96"][read]
-        new = last["TIMESTAMP_MICROS"][read] / first["TIMESTAMP_MICROS"][read]
-        lines.append(f"        {read:<8} {old:6.2f}x {new:12.2f}x")
+        lines.append(
+            f"        {read:<14}" + "".join(f" {last[lay][read] / first[lay][read]:21.2f}x" for lay in LAYOUTS)
+        )
+    lines.append(f"arcion after / before at {sizes[-1]} runs:")
+    lines.append(
+        " " * 22 + "".join(f" {last[lay]['arcion after'] / last[lay]['arcion before']:21.2f}x" for lay in LAYOUTS)
+    )
     return "\n".join(lines)
 
 
@@ -156,13 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.changelog_scan", description=__doc__.splitlines()[0])
     p.add_argument("--runs", default="10,40", help="changelog sizes in runs, ascending (default %(default)s)")
     p.add_argument("--rows-per-run", type=int, default=250_000, help="rows each run appends (default %(default)s)")
+    p.add_argument("--write-tasks", type=int, default=2, help="tasks writing each run's rows (default %(default)s)")
     p.add_argument("--rounds", type=int, default=3, help="rounds, best kept (default %(default)s)")
     p.add_argument("--out", help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     sizes = [int(n) for n in args.runs.split(",")]
     if sizes != sorted(set(sizes)) or sizes[0] < 1:
         p.error("--runs: ascending sizes of at least 1")
-    res = measure(sizes, args.rows_per_run, args.rounds)
+    res = measure(sizes, args.rows_per_run, args.rounds, args.write_tasks)
     print(table(res))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

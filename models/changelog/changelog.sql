@@ -89,7 +89,12 @@ present as (
     {% endif %}
 )
 
-select final.* from final
+-- Rebalanced by partition before the write (AQE: partitions of about
+-- spark.sql.adaptive.advisoryPartitionSizeInBytes): a run adds one file per
+-- (table_id, bucket) it touches, or a few for a large batch, rather than one from
+-- every task that read the decoded batch. The changelog only grows, and every read of
+-- it opens every file's footer.
+select /*+ rebalance(table_id, bucket) */ final.* from final
 left anti join present
     on
         final.source_file = present.source_file

@@ -192,15 +192,16 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
     assert [row[-2:] for row in rows] == [[f"{min(records)}", row[-1]] for row in rows] and len(rows) == 2, done.stdout
 
 
-def test_changelog_scan_bench_reads_the_latest_runs_rows_in_both_layouts(tmp_path: Path) -> None:
+def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_path: Path) -> None:
     """``python -m bench.changelog_scan``: each layout's files written as named (INT96,
-    INT64), the pending read finding exactly the latest run's rows and the unique test
-    no duplicate (the bench checks both counts and exits otherwise), a time per size,
-    layout and read."""
+    INT64; rebalanced: fewer files than the writing tasks made), the pending and present
+    reads finding exactly the latest run's rows, the unique test no duplicate and the
+    Arcion audit's two reads the same Arcion rows (the bench checks every count and exits
+    otherwise), a time per size, layout and read."""
     out = tmp_path / "changelog_scan.json"
     done = subprocess.run(
         [sys.executable, "-m", "bench.changelog_scan", "--runs", "1,3", "--rows-per-run", "300", "--rounds", "1"]
-        + ["--out", str(out)],
+        + ["--write-tasks", "3", "--out", str(out)],
         cwd=REPO,
         env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
         capture_output=True,
@@ -209,10 +210,12 @@ def test_changelog_scan_bench_reads_the_latest_runs_rows_in_both_layouts(tmp_pat
     )
     assert done.returncode == 0, done.stderr[-4000:]
     res = json.loads(out.read_text())
-    assert res["loaded_at_physical_types"] == {"INT96": ["INT96"], "TIMESTAMP_MICROS": ["INT64"]}
+    layouts = ("INT96", "INT64", "INT64 rebalanced")
+    assert res["loaded_at_physical_types"] == {"INT96": ["INT96"], "INT64": ["INT64"], "INT64 rebalanced": ["INT64"]}
     assert list(res["seconds"]) == ["1", "3"]
+    for size, files in res["files"].items():
+        assert files["INT96"] == files["INT64"] > files["INT64 rebalanced"] > 0, (size, files)
+    reads = ("pending", "tested", "present", "arcion before", "arcion after")
     for size in res["seconds"].values():
-        assert all(
-            _positive(size[layout][read]) for layout in ("INT96", "TIMESTAMP_MICROS") for read in ("pending", "tested")
-        )
+        assert all(_positive(size[layout][read]) for layout in layouts for read in reads)
     assert "growth 1 -> 3 runs" in done.stdout, done.stdout
