@@ -5,8 +5,8 @@
     (`merge_log.merged_through`). Called from `on-run-start`.
 
     Why: runs find their rows by `loaded_at` (the pending changes of a merge are the
-    rows loaded after `merged_through`; an interrupted run's rows are the rows loaded
-    since the latest processed run began). A clock set back (a stepped NTP clock, a
+    rows loaded after `merged_through`; the changelog's unique test reads the rows
+    loaded since the latest processed run began, `cdc_run_rows`). A clock set back (a stepped NTP clock, a
     restored VM, a warehouse moved to a machine behind it) would stamp new rows before
     those watermarks, and the merge would never apply them. Failing before any model
     runs leaves the warehouse as it was; the run can be repeated once the clock is
