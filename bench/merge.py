@@ -67,6 +67,7 @@ MERGE_NODES = (
     "int_row_versions_refolded",
     "state_segments",
     "history_segments",
+    "state_columns",
     "state",
     "history",
     "merge_log",
@@ -289,6 +290,42 @@ def _read_costs(spark: Any, schema: str) -> dict[str, float]:
     }
 
 
+#: a table's columns with their declared types, as ``mart_columns`` reads them: from
+#: ``state_columns`` (what a run reads), or from every row of the ``state`` view (what
+#: it read before ``state_columns``)
+_COLUMNS_SQL = {
+    "state_columns": (
+        "select table_id, column_name, collect_set(logical_type) as declared from `{s}`.state_columns "
+        "where column_name is not null group by table_id, column_name"
+    ),
+    "state": (
+        "select table_id, column_name, collect_set(logical_type) as declared from ("
+        "select table_id, column_name, cast(null as string) as logical_type from `{s}`.state "
+        "lateral view explode(map_keys(row)) held as column_name union all "
+        "select table_id, column_name, logical_type from `{s}`.state "
+        "lateral view explode(col_types) declared as column_name, logical_type) "
+        "group by table_id, column_name"
+    ),
+}
+
+
+def _mart_costs(spark: Any, config: Any, target: Path) -> dict[str, Any]:
+    """What the marts cost after this batch: the ``mart_columns`` node (its views
+    included), and its read of the columns from ``state_columns`` against the same read
+    from the whole state (side by side; both give the same columns)."""
+    from udfs.pipeline import run_dbt
+
+    run_dbt(config, "run", extra=["--select", "mart_columns"])
+    node = node_times(target)["nodes"]["mart_columns"]
+    reads = {name: _best_read_s(spark, sql.format(s=config.schema)) for name, sql in _COLUMNS_SQL.items()}
+    columns = {
+        name: {(r[0], r[1]) for r in spark.sql(sql.format(s=config.schema)).collect()}
+        for name, sql in _COLUMNS_SQL.items()
+    }
+    assert columns["state_columns"] == columns["state"], columns
+    return {"mart_columns_s": node, "columns_read_s": reads}
+
+
 def _merge_one_batch(
     spark: Any,
     config: Any,
@@ -328,6 +365,7 @@ def _merge_one_batch(
     assert took == path, f"batch {b}: asked for the {path} path, the model took the {took} path"
     reads = _read_costs(spark, s) if path == "append" else {}
     tests = {"tests": _test_costs(config, target)} if path == "append" else {}
+    marts = _mart_costs(spark, config, target) if path == "append" else {}
     return {
         "batch_no": b,
         "path": path,
@@ -346,6 +384,7 @@ def _merge_one_batch(
         "buckets_rewritten": buckets,
         **reads,
         **tests,
+        **marts,
     }
 
 
@@ -435,6 +474,10 @@ def run_merge_growth(
                 # the data tests after a merge, by test scope (fastest of the batches)
                 "tests_wall_s": {sc: min(r["tests"][sc]["wall_s"] for r in appended) for sc in TEST_SCOPES},
                 "tests_busy_s": {sc: min(r["tests"][sc]["busy_s"] for r in appended) for sc in TEST_SCOPES},
+                # the marts after a merge: the mart_columns node, and its read of the columns
+                # from state_columns against the whole state (fastest of the batches)
+                "mart_columns_s": min(r["mart_columns_s"] for r in appended),
+                "columns_read_s": {src: min(r["columns_read_s"][src] for r in appended) for src in _COLUMNS_SQL},
                 "batch_decode_s": best["decode_s"],
                 "versions_rewritten": best["versions_rewritten"],
                 "buckets_rewritten": best["buckets_rewritten"],
@@ -455,6 +498,10 @@ def run_merge_growth(
             "compact_merge_time_ratio": round(c["compact_merge_s"] / a["compact_merge_s"], 2),
             "read_state_time_ratio": round(c["read_state_s"] / a["read_state_s"], 2),
             "tests_time_ratio": {sc: round(c["tests_wall_s"][sc] / a["tests_wall_s"][sc], 2) for sc in TEST_SCOPES},
+            "mart_columns_time_ratio": round(c["mart_columns_s"] / a["mart_columns_s"], 2),
+            "columns_read_time_ratio": {
+                src: round(c["columns_read_s"][src] / a["columns_read_s"][src], 2) for src in _COLUMNS_SQL
+            },
         }
         for a, c in zip(steps, steps[1:], strict=False)
     ]

@@ -180,6 +180,9 @@ def format_tables(res: dict[str, Any]) -> str:
             _num(st.get("read_base_s"), 1),
             _num((st.get("tests_wall_s") or {}).get("all"), 1),
             _num((st.get("tests_wall_s") or {}).get("run"), 1),
+            _num(st.get("mart_columns_s"), 1),
+            _num((st.get("columns_read_s") or {}).get("state_columns"), 2),
+            _num((st.get("columns_read_s") or {}).get("state"), 2),
             _num(st["batch_decode_s"], 1),
             _num(st["initial_merge_s"], 1),
             _num(st.get("initial_merge_cpu_s"), 1),
@@ -193,7 +196,10 @@ def format_tables(res: dict[str, Any]) -> str:
         f" (compacting: {r.get('compact_merge_time_ratio', '-')}x time; full read of the state view: "
         f"{r.get('read_state_time_ratio', '-')}x; tests of every row "
         f"{(r.get('tests_time_ratio') or {}).get('all', '-')}x, of the run's rows "
-        f"{(r.get('tests_time_ratio') or {}).get('run', '-')}x)"
+        f"{(r.get('tests_time_ratio') or {}).get('run', '-')}x; mart_columns "
+        f"{r.get('mart_columns_time_ratio', '-')}x, its columns read from state_columns "
+        f"{(r.get('columns_read_time_ratio') or {}).get('state_columns', '-')}x, from the whole state "
+        f"{(r.get('columns_read_time_ratio') or {}).get('state', '-')}x)"
         for r in m["ratios"]
     )
     parts += [
@@ -201,7 +207,7 @@ def format_tables(res: dict[str, Any]) -> str:
         f"MERGE GROWTH (one batch into a state of S rows; merge = changes to refold + refold + segments + views "
         f"+ merge_log, fastest of {m.get('repeat', 1)} batches per path; merge: the models' path, a segment of the "
         f"batch's keys appended; compact: every other key copied into a new base, copy on write; read: a full read of "
-        f"the state view, base + one segment, against the base alone; tests: the wall time of `dbt test` of the changelog and the merge's models after the batch, the unique tests reading every row or the run's rows, test_scope all / run) {ratios or '-'}  (target <= 2x per 10x)",
+        f"the state view, base + one segment, against the base alone; tests: the wall time of `dbt test` of the changelog and the merge's models after the batch, the unique tests reading every row or the run's rows, test_scope all / run; marts: the mart_columns node after the batch, views included, and its read of the columns from state_columns against the same read from the whole state) {ratios or '-'}  (target <= 2x per 10x)",
         _table(
             [
                 "state S",
@@ -215,6 +221,9 @@ def format_tables(res: dict[str, Any]) -> str:
                 "read base s",
                 "tests all s",
                 "tests run s",
+                "marts s",
+                "cols state_columns s",
+                "cols whole state s",
                 "decode s",
                 "initial merge s",
                 "initial CPU s",

@@ -2,24 +2,26 @@
 -- The columns of every mart view and their Spark types: the type set in cdc.yml,
 -- else the widest of the types the envelopes declared (udfs/types.py: int widens to
 -- bigint, decimal precision grows; types that do not widen give string and a row in
--- audit_type_conflicts), else string. Config
+-- audit_type_conflicts), else string. The columns and declared types are those the
+-- state's rows have held (`state_columns`, a small table each merge adds to), so a
+-- run does not read the whole state here. Config
 -- columns keep their config order; other columns follow by name. The post-hook
 -- (re)creates one typed view per table in the marts schema from these rows.
+-- depends_on: {{ ref('state') }}
 {% set settings = cdc_settings() %}
 
 with
 
-state as (
-    select * from {{ ref('state') }}
+state_columns as (
+    select * from {{ ref('state_columns') }}
 ),
 
 seen as (
-    select
+    select distinct
         table_id,
         column_name
-    from state
-        lateral view explode(map_keys(row)) seen_columns as column_name
-    group by table_id, column_name
+    from state_columns
+    where column_name is not null and logical_type is null
 ),
 
 declared as (
@@ -27,8 +29,8 @@ declared as (
         table_id,
         column_name,
         cdc_widest_type(collect_set(logical_type)) as widened
-    from state
-        lateral view explode(col_types) declared_types as column_name, logical_type
+    from state_columns
+    where logical_type is not null
     group by table_id, column_name
 ),
 
@@ -53,7 +55,7 @@ configured as (
 ),
 
 known_tables as (
-    select table_id from state
+    select table_id from state_columns
     union
     select table_id from configured
 ),

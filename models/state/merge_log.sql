@@ -6,6 +6,7 @@
 -- key); the views' post-hooks then drop the segments no reader needs.
 -- depends_on: {{ ref('state_segments') }}
 -- depends_on: {{ ref('history_segments') }}
+-- depends_on: {{ ref('state_columns') }}
 with
 
 versions as (

@@ -108,6 +108,9 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         assert _positive(step["read_state_s"]) and _positive(step["read_base_s"])
         # the data tests after the merge, the unique tests reading every row and the run's
         assert all(_positive(step["tests_wall_s"][scope]) for scope in ("all", "run")), step["tests_wall_s"]
+        # the marts after the merge; the columns read from state_columns and from the whole state
+        assert _positive(step["mart_columns_s"]), step
+        assert all(_positive(step["columns_read_s"][src]) for src in ("state_columns", "state")), step
         (batch,) = [b for b in step["batches"] if b["path"] == "append"]
         assert batch["tests"]["all"]["n"] == batch["tests"]["run"]["n"] > 0
         assert {b["path"] for b in step["batches"]} == {"append", "compact"}
@@ -118,6 +121,7 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
     (ratio,) = merge["ratios"]
     assert _positive(ratio["merge_time_ratio"]) and _positive(ratio["merge_cpu_ratio"])
     assert _positive(ratio["tests_time_ratio"]["all"]) and _positive(ratio["tests_time_ratio"]["run"])
+    assert _positive(ratio["mart_columns_time_ratio"]) and _positive(ratio["columns_read_time_ratio"]["state"])
 
     (hot,) = res["hot_key"]["steps"]
     assert hot["versions"] == 80 and hot["long_row_ok"] and hot["window_row_ok"], hot

@@ -1,0 +1,97 @@
+"""The mart views' columns come from ``state_columns``: the columns the rows each merge
+wrote hold, added to run by run, instead of a read of the whole state every run.
+
+One Debezium feed over four runs in one warehouse:
+
+1. keys 1 and 2 (key 2 also has ``b``);
+2. a row put into the state by hand (key 99, with a column ``zzz``) is not read: the
+   run's merge refolds key 1 only (it gains ``c``), so ``c`` reaches the view and
+   ``zzz`` does not;
+3. a run that stops after its merge is committed (``+merge_log``, before the marts)
+   inserts key 3 with ``d``; the next run, which touches key 1 only, shows ``d``;
+4. key 2, the only row with ``b``, is deleted: ``b`` stays in the view (a column, once
+   seen, stays; see README, "Mart columns");
+
+then a ``--full-refresh`` of ``state_columns`` reads every committed row of the state:
+the hand-made one's ``zzz`` appears, and ``b`` (no live row holds it) goes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from udfs.config import load_config
+from udfs.pipeline import run_dbt, run_pipeline
+
+
+def _event(lsn: int, op: str, row: dict) -> str:
+    image = (None, row) if op != "d" else (row, None)
+    source = {"connector": "postgresql", "db": "d", "schema": "s", "table": "items", "lsn": lsn}
+    return json.dumps({"before": image[0], "after": image[1], "source": source, "op": op})
+
+
+def _land(landing, name: str, events: list[str]) -> None:
+    (landing / name).write_text("\n".join(events) + "\n", encoding="utf-8")
+
+
+def _view_columns(spark, marts: str) -> set[str]:
+    return {f.name for f in spark.table(f"{marts}.items").schema if not f.name.startswith("_cdc_")}
+
+
+def _view_rows(spark, marts: str) -> dict[int, dict]:
+    columns = sorted(_view_columns(spark, marts))
+    return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}
+
+
+def _put_row_by_hand(spark, schema: str) -> None:
+    """Key 99 in key 1's segment, as a copy of key 1's row with ``zzz``."""
+    table = f"{schema}.state_segments"
+    columns = spark.table(table).columns
+    replaced = {
+        "key_text": "replace(key_text, '1', '99')",
+        "key": "map('id', '99')",
+        "row": "map_concat(map_filter(row, (k, v) -> k != 'id'), map('id', '99', 'zzz', 'by hand'))",
+    }
+    projection = ", ".join(f"{replaced.get(c, c)} as {c}" for c in columns)
+    spark.sql(f"insert into {table} select {projection} from {table} where key['id'] = '1'")
+
+
+def test_mart_columns_follow_the_rows_each_merge_wrote(spark, make_config, tmp_path):
+    path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
+    cfg = yaml.safe_load(path.read_text())
+    schema, marts = cfg["schema"], cfg["marts_schema"]
+    config = load_config(path)
+    landing = tmp_path / "landing" / "f"
+
+    _land(
+        landing, "1.jsonl", [_event(10, "c", {"id": 1, "a": "x"}), _event(20, "c", {"id": 2, "a": "y", "b": "only 2"})]
+    )
+    run_pipeline(config, spark=spark)
+    assert _view_columns(spark, marts) == {"id", "a", "b"}
+
+    _put_row_by_hand(spark, schema)
+    assert 99 in _view_rows(spark, marts)
+    _land(landing, "2.jsonl", [_event(30, "u", {"id": 1, "a": "x2", "c": "new"})])
+    run_pipeline(config, spark=spark)
+    assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # not zzz: the state was not read
+
+    _land(landing, "3.jsonl", [_event(40, "c", {"id": 3, "a": "z", "d": "from a run that stopped"})])
+    run_dbt(config, "run", extra=["--select", "+merge_log"])
+    assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # the marts were not rebuilt
+    _land(landing, "4.jsonl", [_event(50, "u", {"id": 1, "a": "x3", "c": "newer"})])
+    run_pipeline(config, spark=spark)
+    assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}
+    assert _view_rows(spark, marts)[3]["d"] == "from a run that stopped"
+
+    _land(landing, "5.jsonl", [_event(60, "d", {"id": 2, "a": "y", "b": "only 2"})])
+    run_pipeline(config, spark=spark)
+    rows = _view_rows(spark, marts)
+    assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}  # b outlives its last row
+    assert sorted(rows) == [1, 3, 99] and {r["b"] for r in rows.values()} == {None}
+    assert rows[1] == {"id": "1", "a": "x3", "b": None, "c": "newer", "d": None}
+
+    run_dbt(config, "run", extra=["--select", "state_columns", "mart_columns", "--full-refresh"])
+    assert _view_columns(spark, marts) == {"id", "a", "c", "d", "zzz"}
+    assert _view_rows(spark, marts)[99]["zzz"] == "by hand"
