@@ -17,8 +17,8 @@ key is the LSN), grown in steps:
    state must not change for them), as one Debezium JSON landing file; a ``dbt run``
    decodes it into the changelog (``DECODE_SELECTION``), a second one merges it
    (``MERGE_NODES``). The merge time is the sum of the merge nodes
-   (``MERGE_NODES``: the pending changes, the changes to refold, the refold, the two segment tables, the
-   ``state`` and ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
+   (``MERGE_NODES``: the pending changes, the changes to refold, the refold, the two segment tables,
+   ``state_columns``, the ``state`` and ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
    what the process tree used during the second run. ``repeat`` batches are merged at
    each size by each path and the fastest counts (the machine is shared); every batch
    stays in the changelog, so the state's history grows with them.
@@ -36,6 +36,11 @@ After each *append* batch the read cost of merge-on-read is measured: a full rea
 ``state`` view (the base plus one segment, resolved by key) written to Spark's ``noop``
 sink, against the same read of the base segment alone (what a copy-on-write table costs
 to read); the fastest of ``READS`` reads each.
+
+After each *append* batch the marts are measured too: a ``dbt run`` of ``mart_columns``
+(its views included), and its read of the columns from ``state_columns`` against the
+same read from every row of the ``state`` view (what it read before ``state_columns``),
+the two reads' columns checked equal.
 
 After each batch the state is checked: S live rows, and exactly the on-time keys carry
 the batch's LSN.
