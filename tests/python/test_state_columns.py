@@ -10,7 +10,7 @@ One Debezium feed over four runs in one warehouse:
 3. a run that stops after its merge is committed (``+merge_log``, before the marts)
    inserts key 3 with ``d``; the next run, which touches key 1 only, shows ``d``;
 4. key 2, the only row with ``b``, is deleted: ``b`` stays in the view (a column, once
-   seen, stays; see README, "Mart columns");
+   seen, stays; see README, "Schema evolution");
 
 then a ``--full-refresh`` of ``state_columns`` reads every committed row of the state:
 the hand-made one's ``zzz`` appears, and ``b`` (no live row holds it) goes.
