@@ -23,6 +23,10 @@ are not merged yet, and the one that died before its audit rows:
   ``loaded_at > (select max(merged_through) from merge_log)``), counted;
 * *tested*: the changelog's unique test over the run's rows (``cdc_run_rows``:
   ``loaded_at >= <run start> or run_id = <invocation>``), grouped by its key;
+* *op values all* / *run*: the changelog's ``accepted_values`` test of ``op`` over every
+  row (before 2026-11-28) / over the run's rows (the unique test's scope), grouped by
+  ``op``; each run holds one row whose ``op`` is not accepted, so the first finds one
+  a run and the second the latest run's;
 * *present*: what the changelog model finds already appended for the batch's files
   (the latest run's, as if it died before its audit rows), over every run's rows;
 * *arcion audit*: the rows ``arcion_operationcount_gaps`` reads, every row's
@@ -54,7 +58,7 @@ LAYOUTS = {
     "INT64": ("TIMESTAMP_MICROS", False),
     "INT64 rebalanced": ("TIMESTAMP_MICROS", True),
 }
-READS = ("pending", "tested", "present", "arcion before", "arcion after")
+READS = ("pending", "tested", "op values all", "op values run", "present", "arcion before", "arcion after")
 #: one second a run apart, far from any epoch edge
 _RUN_START_US = 1_700_000_000_000_000
 _BUCKETS = 16
@@ -77,6 +81,7 @@ def _append_run(spark: Any, table: str, layout: str, run: int, rows: int, tasks:
         "cast(id as int) as record_index",
         "0 as row_index",
         f"if({arcion}, 'arcion_internal_json', 'debezium_json') as format",
+        "case when id = 1 then 'upsert' when id % 2 = 0 then 'insert' else 'update' end as op",
         f"concat('{{\"id\":', cast(id + {run * rows} as string), '}}') as key_text",
         "repeat('x', 200) as after",
         f"if({arcion}, map({counts}), map({debezium})) as extras",
@@ -108,6 +113,15 @@ def _physical_types(spark: Any, table: str) -> list[str]:
 def _reads(table: str, watermark: str, latest: int) -> dict[str, str]:
     key = "concat_ws('|', source_file, cast(record_index as string), cast(row_index as string))"
     scope = f"(loaded_at >= {_loaded_at(latest)} or run_id = 'run-{latest:05d}')"
+    accepted = "('insert', 'update', 'delete', 'snapshot', 'truncate')"
+
+    def op_values(where: str) -> str:  # dbt's accepted_values test, its failing rows counted
+        return (
+            "select coalesce(sum(n_records), 0) from (select op as value_field, count(*) as n_records "
+            f"from (select * from {table} where {where}) dbt_subquery group by op) "
+            f"where value_field not in {accepted}"
+        )
+
     counted = " or ".join(f"extras['{c}_count'] is not null" for c in ("insert", "update", "delete", "replace"))
     return {
         "pending": f"select count(key_text) from {table} where loaded_at > (select max(merged_through) from {watermark})",
@@ -116,6 +130,8 @@ def _reads(table: str, watermark: str, latest: int) -> dict[str, str]:
             f"from (select * from {table} where {scope}) dbt_subquery where {key} is not null) "
             "group by unique_field having count(*) > 1)"
         ),
+        "op values all": op_values("true"),
+        "op values run": op_values(scope),
         "present": (
             f"select count(*) from (select source_file, record_index, row_index from {table} as this_table "
             f"left semi join (select 'landing/f/file-{latest:05d}.jsonl' as source_file) as batch_files "
@@ -129,7 +145,6 @@ def _reads(table: str, watermark: str, latest: int) -> dict[str, str]:
 def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[str, Any]:
     from udfs.session import build_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="cdc-changelog-scan-") as tmp:
         spark = build_session(Path(tmp))
@@ -152,6 +167,8 @@ def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[st
             want = {
                 "pending": rows,
                 "tested": 0,
+                "op values all": size,
+                "op values run": 1,
                 "present": rows,
                 "arcion before": arcion_rows,
                 "arcion after": arcion_rows,

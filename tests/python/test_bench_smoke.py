@@ -199,7 +199,8 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
 def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_path: Path) -> None:
     """``python -m bench.changelog_scan``: each layout's files written as named (INT96,
     INT64; rebalanced: fewer files than the writing tasks made), the pending and present
-    reads finding exactly the latest run's rows, the unique test no duplicate and the
+    reads finding exactly the latest run's rows, the unique test no duplicate, the
+    accepted_values test every run's bad op or the latest run's only, and the
     Arcion audit's two reads the same Arcion rows (the bench checks every count and exits
     otherwise), a time per size, layout and read."""
     out = tmp_path / "changelog_scan.json"
@@ -219,7 +220,7 @@ def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_pat
     assert list(res["seconds"]) == ["1", "3"]
     for size, files in res["files"].items():
         assert files["INT96"] == files["INT64"] > files["INT64 rebalanced"] > 0, (size, files)
-    reads = ("pending", "tested", "present", "arcion before", "arcion after")
+    reads = ("pending", "tested", "op values all", "op values run", "present", "arcion before", "arcion after")
     for size in res["seconds"].values():
         assert all(_positive(size[layout][read]) for layout in layouts for read in reads)
     assert "growth 1 -> 3 runs" in done.stdout, done.stdout
