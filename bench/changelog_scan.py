@@ -22,8 +22,8 @@ are not merged yet, and the one that died before its audit rows:
 * *pending*: the rows loaded after the last merge (``int_pending_changes``:
   ``loaded_at > (select max(merged_through) from merge_log)``), counted;
 * *tested*: the changelog's unique test over the run's rows (``cdc_run_rows``:
-  ``loaded_at >= (select max(processed_at) from audit_files) or run_id = <invocation>``,
-  the latest run's start the latest ``processed_at``), grouped by its key;
+  ``loaded_at >= (select max(processed_at) from audit_files) or run_id = <invocation>``;
+  here the latest ``processed_at`` is the latest run's start), grouped by its key;
 * *op values all* / *run*: the changelog's ``accepted_values`` test of ``op`` over every
   row (before 2026-11-28) / over the run's rows (the unique test's scope), grouped by
   ``op``; each run holds one row whose ``op`` is not accepted, so the first finds one

@@ -57,7 +57,7 @@ def _copy_rows(spark, table: str, where: str, op: str | None = None) -> None:
     spark.sql(f"insert into {table} select {columns} from {table} where {where}")
 
 
-def test_unique_tests_read_the_rows_of_the_run_or_every_row(spark, make_config, tmp_path):
+def test_scoped_tests_read_the_rows_of_the_run_or_every_row(spark, make_config, tmp_path):
     path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
     schema = yaml.safe_load(path.read_text())["schema"]
     config = load_config(path)
