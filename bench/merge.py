@@ -17,7 +17,7 @@ key is the LSN), grown in steps:
    state must not change for them), as one Debezium JSON landing file; a ``dbt run``
    decodes it into the changelog (``DECODE_SELECTION``), a second one merges it
    (``MERGE_NODES``). The merge time is the sum of the merge nodes
-   (``MERGE_NODES``: the pending changes, the changes to refold, the refold, the two segment tables,
+   (``MERGE_NODES``: the pending changes, the key moves, the changes read, the changes to refold, the refold, the two segment tables,
    ``state_columns``, the ``state`` and ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
    what the process tree used during the second run. ``repeat`` batches are merged at
    each size by each path and the fastest counts (the machine is shared); every batch
@@ -68,6 +68,8 @@ ONTIME_LSN = 10**13  # every on-time batch change is after every snapshot
 TS_MS = 1_700_000_000_000
 MERGE_NODES = (
     "int_pending_changes",
+    "key_moves",
+    "int_changes_read",
     "int_changes_to_refold",
     "int_row_versions_refolded",
     "state_segments",

@@ -1,11 +1,12 @@
 -- Every version of every key this merge writes: the segment of the merge (see
 -- cdc_merge_plan). The keys in `int_changes_to_refold` are refolded in `order_key`
 -- order, which makes late, duplicated and reordered events land exactly where they
--- belong. A merge that compacts (plan 'compact') also copies every other key from the
--- resolved segments, as the last merges left them, so that its segment is a new base.
+-- belong; a key's inherited changes (a row moved in from another key) are folded just
+-- before the move's insert and are never versions of their own. A merge that compacts
+-- (plan 'compact') also copies every other key from the resolved segments, as the last
+-- merges left them, so that its segment is a new base.
 -- `col_types` is set on the current version only (the state reads it there);
 -- `merge_run_id` names the merge (its segment), `merge_plan` its plan.
-{% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 {% set long_history_versions = cdc_settings()['long_history_versions'] %}
 {% set merge_plan = cdc_merge_plan() %}
 
@@ -22,20 +23,21 @@
     {% set has_long_histories = run_query(long_keys_sql).rows[0][0] > 0 %}
 {% endif %}
 
-{#- The place of every version in its key's history, for both paths. -#}
+{#- The place of every version in its key's history, for both paths: the next
+    version is the next change of the key's own (`fold_level` 0), not an inherited one. -#}
 {% set version_columns %}
-        lead(order_key) over by_order as next_order_key,
-        lead(seq) over by_order as next_seq,
-        lead(commit_ts) over by_order as next_commit_ts,
-        row_number() over by_order as version_no,
-        -- a reset (insert, snapshot, delete, truncate) starts the row from empty
-        sum(case when op in {{ resetting_ops }} then 1 else 0 end) over upto_here as reset_group
+        lead(case when fold_level = 0 then struct(order_key, seq, commit_ts) end) ignore nulls
+            over by_order as next_version,
+        count_if(fold_level = 0) over upto_here as version_no,
+        row_number() over by_order as fold_no,
+        -- a reset (insert, snapshot, delete, truncate; see `resets`) starts the row from empty
+        sum(case when resets then 1 else 0 end) over upto_here as reset_group
 {% endset %}
 {% set version_windows %}
     window
-        by_order as (partition by table_id, key_text order by order_key),
+        by_order as (partition by table_id, key_text order by fold_anchor, fold_level desc, order_key),
         upto_here as (
-            partition by table_id, key_text order by order_key
+            partition by table_id, key_text order by fold_anchor, fold_level desc, order_key
             rows between unbounded preceding and current row
         )
 {% endset %}
@@ -53,7 +55,7 @@ windowed as (
     select
         changes.*,
         collect_list(
-            named_struct('resets', op in {{ resetting_ops }}, 'image', after, 'cols', after_cols)
+            named_struct('resets', resets, 'image', after, 'cols', after_cols)
         ) over upto_here as changes_so_far,
         collect_list(
             named_struct('resets', false, 'image', col_types, 'cols', map_keys(col_types))
@@ -83,7 +85,7 @@ windowed as (
             table_id,
             key_text,
             reset_group,
-            version_no,
+            fold_no,
             provided_column,
             named_struct(
                 'present', coalesce(map_contains_key(after, provided_column), false),
@@ -108,7 +110,7 @@ windowed as (
         select
             long_history_versions.table_id,
             long_history_versions.key_text,
-            long_history_versions.version_no,
+            long_history_versions.fold_no,
             long_history_columns.provided_column,
             last(long_history_cells.cell, true) over (
                 partition by
@@ -116,7 +118,7 @@ windowed as (
                     long_history_versions.key_text,
                     long_history_versions.reset_group,
                     long_history_columns.provided_column
-                order by long_history_versions.version_no
+                order by long_history_versions.fold_no
                 rows between unbounded preceding and current row
             ) as cell
         from long_history_versions
@@ -129,7 +131,7 @@ windowed as (
             on
                 long_history_versions.table_id = long_history_cells.table_id
                 and long_history_versions.key_text = long_history_cells.key_text
-                and long_history_versions.version_no = long_history_cells.version_no
+                and long_history_versions.fold_no = long_history_cells.fold_no
                 and long_history_columns.provided_column = long_history_cells.provided_column
     ),
 
@@ -138,12 +140,12 @@ windowed as (
         select
             table_id,
             key_text,
-            version_no,
+            fold_no,
             map_from_entries(collect_list(
                 case when cell.present then struct(provided_column, cell.value) end
             )) as row
         from long_history_grid
-        group by table_id, key_text, version_no
+        group by table_id, key_text, fold_no
     ),
 
     -- the declared types after a key's last change: its changes' types in order
@@ -153,8 +155,8 @@ windowed as (
             key_text,
             {{ cdc_fold_images("transform(
                 array_sort(
-                    collect_list(struct(version_no, col_types)),
-                    (l, r) -> case when l.version_no < r.version_no then -1 when l.version_no > r.version_no then 1 else 0 end
+                    collect_list(struct(fold_no, col_types)),
+                    (l, r) -> case when l.fold_no < r.fold_no then -1 when l.fold_no > r.fold_no then 1 else 0 end
                 ),
                 x -> named_struct('resets', false, 'image', x.col_types, 'cols', map_keys(x.col_types))
             )") }} as col_types
@@ -168,7 +170,7 @@ folded as (
     select
         windowed.* except (changes_so_far, types_so_far),
         {{ cdc_fold_images('windowed.changes_so_far') }} as folded_row,
-        case when windowed.next_order_key is null then {{ cdc_fold_images('windowed.types_so_far') }} end
+        case when windowed.next_version is null then {{ cdc_fold_images('windowed.types_so_far') }} end
             as folded_types
     from windowed
     {% if has_long_histories %}
@@ -182,7 +184,7 @@ folded as (
             on
                 long_history_versions.table_id = long_history_rows.table_id
                 and long_history_versions.key_text = long_history_rows.key_text
-                and long_history_versions.version_no = long_history_rows.version_no
+                and long_history_versions.fold_no = long_history_rows.fold_no
         inner join long_history_types
             on
                 long_history_versions.table_id = long_history_types.table_id
@@ -201,18 +203,20 @@ refolded as (
         op in ('delete', 'truncate') as is_deleted,
         case when op not in ('delete', 'truncate') then folded_row end as row,
         -- the declared types of the key's columns, on its current version only
-        case when next_order_key is null then folded_types end as col_types,
+        case when next_version is null then folded_types end as col_types,
         seq,
         order_key,
         seq as valid_from_seq,
-        next_seq as valid_to_seq,
+        next_version.seq as valid_to_seq,
         order_key as valid_from,
-        next_order_key as valid_to,
+        next_version.order_key as valid_to,
         commit_ts as valid_from_ts,
-        next_commit_ts as valid_to_ts,
-        next_order_key is null as is_current,
+        next_version.commit_ts as valid_to_ts,
+        next_version is null as is_current,
         bucket
     from folded
+    -- the key's own changes (inherited ones only fed the fold)
+    where fold_level = 0
 ),
 
 {% if merge_plan == 'compact' %}
