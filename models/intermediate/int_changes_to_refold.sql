@@ -24,14 +24,7 @@
 ) }}
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 
-{#- Whether any key ever moved; compiled before `key_moves` exists, moves are planned. -#}
-{% set has_moves = true %}
-{% if execute and load_relation(ref('key_moves')) is not none %}
-    {% set moves_sql %}
-        select count(*) from {{ ref('key_moves') }}
-    {% endset %}
-    {% set has_moves = run_query(moves_sql).rows[0][0] > 0 %}
-{% endif %}
+{% set has_moves = cdc_has_key_moves() %}
 
 with{% if has_moves %} recursive{% endif %}
 
