@@ -69,6 +69,7 @@ TS_MS = 1_700_000_000_000
 MERGE_NODES = (
     "int_pending_changes",
     "key_moves",
+    "int_key_move_links",
     "int_changes_read",
     "int_changes_to_refold",
     "int_row_versions_refolded",

@@ -8,9 +8,11 @@
 -- A table of its own: the moves' lineage in `int_changes_to_refold` is a recursive
 -- CTE, and each of its steps would plan and run these steps again.
 --
--- The moves are followed by recursive CTEs, one level per move in a chain: no limit
--- (Spark stops at 100 by default); each level follows moves strictly later (or
--- earlier), so the recursion ends.
+-- The moves are followed by recursive CTEs, one level per move in a chain: no limit on
+-- levels or rows (Spark stops at 100 levels and 1M rows by default: a bulk key change
+-- of a large table moves more rows); each level follows a move strictly later (or
+-- earlier), so the recursion ends. Each move links to one next (previous) move, so the
+-- rows grow with the moves walked, not with the paths through them.
 -- Dynamic partition pruning is off while this model builds: Spark 4.3 cannot plan it
 -- inside a recursive CTE ("Found the unresolved operator: 'Filter dynamicpruning"),
 -- and the recursions read the changelog. It pruned the changelog's tables only (the
@@ -19,11 +21,12 @@
 {{ config(
     pre_hook=[
         "set spark.sql.cteRecursionLevelLimit = -1",
+        "set spark.sql.cteRecursionRowLimit = -1",
         "set spark.sql.optimizer.dynamicPartitionPruning.enabled = false"
     ],
     post_hook="set spark.sql.optimizer.dynamicPartitionPruning.enabled = true"
 ) }}
--- depends_on: {{ ref('key_moves') }}
+-- depends_on: {{ ref('key_moves') }}, {{ ref('int_key_move_links') }}
 {% set refold_every_key = cdc_merge_plan() == 'full' %}
 
 {#- Whether a pending change truncates a table (every key of it is then refolded);
@@ -51,8 +54,9 @@ pending as (
 ),
 
 {% if has_moves and not refold_every_key %}
+    -- every key move, with its next and previous move
     moves as (
-        select * from {{ ref('key_moves') }}
+        select * from {{ ref('int_key_move_links') }}
     ),
 {% endif %}
 
@@ -80,60 +84,117 @@ directly_touched_keys as (  -- noqa: ST03
 ),
 
 {% if has_moves and not refold_every_key %}
-    -- ... and the keys their rows moved to, move after move (a move out of a key
-    -- reached by a move counts only after that move) ...
-    moved_to_keys as (
+    -- Where each touched key's row changes: at each pending change, and at a pending
+    -- truncate for every key of its table.
+    touched_points as (
         select
             table_id,
             key_text,
-            '' as since_order_key
-        from directly_touched_keys
-        union all
-        select
-            moves.table_id,
-            moves.to_key_text as key_text,
-            moves.to_order_key as since_order_key
-        from moved_to_keys
-        inner join moves
-            on
-                moved_to_keys.table_id = moves.table_id
-                and moved_to_keys.key_text = moves.from_key_text
-                and moved_to_keys.since_order_key < moves.from_order_key
+            order_key
+        from pending
+        where key_text is not null
+        {% if has_pending_truncates %}
+            union all
+            select
+                changelog_keys.table_id,
+                changelog_keys.key_text,
+                pending_truncates.order_key
+            from (
+                select distinct
+                    table_id,
+                    key_text
+                from changelog
+                where key_text is not null
+            ) as changelog_keys
+            inner join (select * from pending where op = 'truncate') as pending_truncates
+                on changelog_keys.table_id = pending_truncates.table_id
+        {% endif %}
     ),
 
+    -- A change reaches only the first move out of its key after it: that move's delete
+    -- starts the old key afresh, so a later move out of it carries another row. Each
+    -- move then reaches one next move (`int_key_move_links`). One link each way, not
+    -- every later (earlier) move: the paths through keys that swap a row grow about
+    -- 1.6x with each move.
+    first_moves_after_points as (
+        select distinct
+            table_id,
+            key_text as from_key_text,
+            first_from_order_key as from_order_key
+        from (
+            select
+                touched_points.table_id,
+                touched_points.key_text,
+                touched_points.order_key,
+                min(moves.from_order_key) as first_from_order_key
+            from touched_points
+            inner join moves
+                on
+                    touched_points.table_id = moves.table_id
+                    and touched_points.key_text = moves.from_key_text
+                    and touched_points.order_key <= moves.from_order_key
+            group by touched_points.table_id, touched_points.key_text, touched_points.order_key
+        ) as first_moves
+    ),
+
+    -- the moves a touched row is carried by, move after move
+    carrying_moves as (
+        select moves.*
+        from moves
+        left semi join first_moves_after_points
+            on
+                moves.table_id = first_moves_after_points.table_id
+                and moves.from_key_text = first_moves_after_points.from_key_text
+                and moves.from_order_key = first_moves_after_points.from_order_key
+        union all
+        select next_moves.*
+        from carrying_moves
+        inner join moves as next_moves
+            on
+                carrying_moves.table_id = next_moves.table_id
+                and carrying_moves.to_key_text = next_moves.from_key_text
+                and carrying_moves.next_from_order_key = next_moves.from_order_key
+    ),
+
+    -- the keys to refold: those touched, and those their rows moved to
     touched_keys as (
-        select distinct
+        select * from directly_touched_keys
+        union
+        select
             table_id,
-            key_text
-        from moved_to_keys
+            to_key_text as key_text
+        from carrying_moves
     ),
 
-    -- ... and whose changes are read: the refolded keys and the keys their rows moved
-    -- from, move before move (a move into a key reached by a move counts only before it)
-    moved_from_keys as (
-        select
-            table_id,
-            key_text,
-            cast(null as string) as until_order_key
-        from touched_keys
-        union all
-        select
-            moves.table_id,
-            moves.from_key_text as key_text,
-            moves.from_order_key as until_order_key
-        from moved_from_keys
-        inner join moves
+    -- A refolded key inherits, at each move into it, the old key's row since its last
+    -- reset before the move; when that reset is a move into the old key, it is the
+    -- previous move, whose old key's row is inherited in turn (a move whose last reset
+    -- is no move reads one key more than it needs).
+    inherited_moves as (
+        select moves.*
+        from moves
+        left semi join touched_keys
             on
-                moved_from_keys.table_id = moves.table_id
-                and moved_from_keys.key_text = moves.to_key_text
-                and (moved_from_keys.until_order_key is null or moves.to_order_key < moved_from_keys.until_order_key)
+                moves.table_id = touched_keys.table_id
+                and moves.to_key_text = touched_keys.key_text
+        union all
+        select previous_moves.*
+        from inherited_moves
+        inner join moves as previous_moves
+            on
+                inherited_moves.table_id = previous_moves.table_id
+                and inherited_moves.from_key_text = previous_moves.to_key_text
+                and inherited_moves.previous_to_order_key = previous_moves.to_order_key
     ),
 
+    -- the keys whose changes are read: the refolded keys and the old keys they inherit
     read_keys as (  -- noqa: ST03
-        select distinct
+        select * from touched_keys
+        union
+        select
             table_id,
-            key_text
-        from moved_from_keys
+            from_key_text as key_text
+        from inherited_moves
     ),
 {% else %}
     touched_keys as (

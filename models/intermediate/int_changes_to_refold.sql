@@ -12,12 +12,13 @@
 -- inherited rows (`fold_level` > 0, placed at the move by `fold_anchor`) that the
 -- fold reads and never writes as versions. `resets` says which changes start the row
 -- from empty: the first inherited change of a move, never the move's own insert.
--- The lineage is a recursive CTE over small tables (no limit on its levels: each
--- follows a move strictly earlier); dynamic partition pruning is off while the model
+-- The lineage is a recursive CTE over small tables (no limit on its levels or rows:
+-- each level follows a move strictly earlier); dynamic partition pruning is off while the model
 -- builds, as in `int_changes_read`.
 {{ config(
     pre_hook=[
         "set spark.sql.cteRecursionLevelLimit = -1",
+        "set spark.sql.cteRecursionRowLimit = -1",
         "set spark.sql.optimizer.dynamicPartitionPruning.enabled = false"
     ],
     post_hook="set spark.sql.optimizer.dynamicPartitionPruning.enabled = true"

@@ -15,7 +15,8 @@ final as (
         table_id,
         bucket,
         key_text,
-        op
+        op,
+        order_key
     from changelog
     {% if merge_log is not none %}
         where loaded_at > (select coalesce(max(merged_through), timestamp '1970-01-01') from {{ merge_log }})

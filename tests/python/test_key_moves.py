@@ -13,7 +13,8 @@ configurations reading one landing folder: every key by the window path
 (``long_history_versions: 4``), and every merge compacting (``compact_after_segments:
 0``). The history has updates with TOAST placeholders and NULLs, deletes, re-inserts,
 moves to a free key (chains, a move back to the key the row left, a move right after a
-move, a move of a key whose history begins with an update) and a truncate. It is
+move, a move of a key whose history begins with an update, a row swapped between two
+keys 32 times with late updates between the moves) and a truncate. It is
 delivered in three runs: most events; then a late file (every 11th event, delivered
 twice), whose changes to a key before a move already merged must reach the row at its
 new key; then a few new events with a move. After every run the three configurations
@@ -42,6 +43,7 @@ TOAST = "__debezium_unavailable_value"
 COLUMNS = ("a", "b", "c")
 KEYS = tuple(range(1, 13))
 LATE_EVERY = 11
+SWAPS = 32  # moves of one row between two keys: following every later move took 5.7M rows
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,12 @@ def key_move_history(seed: int = 5) -> tuple[list[Event], list[Event]]:
         elif step == 120:
             assert not held
             writer.truncate()
+        elif step == 150:  # a row swapped between two keys 32 times, updated between moves
+            here, there = writer.pick(live=True, held=held), writer.pick(live=False, held=held)
+            for _ in range(SWAPS):
+                writer.move(here, there)
+                writer.update(there)
+                here, there = there, here
         else:
             writer.random_step(held)
     main = list(writer.events)
