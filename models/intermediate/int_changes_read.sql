@@ -16,15 +16,16 @@
 -- Dynamic partition pruning is off while this model builds: Spark 4.3 cannot plan it
 -- inside a recursive CTE ("Found the unresolved operator: 'Filter dynamicpruning"),
 -- and the recursions read the changelog. It pruned the changelog's tables only (the
--- refolded keys are in every bucket); a failed build leaves it off in the session
--- until the next one.
+-- refolded keys are in every bucket). These settings are the model's only: the
+-- session's own values come back after it, and after a failed build at the run's end
+-- (`cdc_set_session_conf`).
 {{ config(
     pre_hook=[
-        "set spark.sql.cteRecursionLevelLimit = -1",
-        "set spark.sql.cteRecursionRowLimit = -1",
-        "set spark.sql.optimizer.dynamicPartitionPruning.enabled = false"
+        "{{ cdc_set_session_conf('spark.sql.cteRecursionLevelLimit', '-1') }}",
+        "{{ cdc_set_session_conf('spark.sql.cteRecursionRowLimit', '-1') }}",
+        "{{ cdc_set_session_conf('spark.sql.optimizer.dynamicPartitionPruning.enabled', 'false') }}"
     ],
-    post_hook="set spark.sql.optimizer.dynamicPartitionPruning.enabled = true"
+    post_hook="{{ cdc_restore_session_confs() }}"
 ) }}
 -- depends_on: {{ ref('key_moves') }}, {{ ref('int_key_move_links') }}
 {% set refold_every_key = cdc_merge_plan() == 'full' %}

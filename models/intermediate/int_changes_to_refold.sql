@@ -17,11 +17,11 @@
 -- builds, as in `int_changes_read`.
 {{ config(
     pre_hook=[
-        "set spark.sql.cteRecursionLevelLimit = -1",
-        "set spark.sql.cteRecursionRowLimit = -1",
-        "set spark.sql.optimizer.dynamicPartitionPruning.enabled = false"
+        "{{ cdc_set_session_conf('spark.sql.cteRecursionLevelLimit', '-1') }}",
+        "{{ cdc_set_session_conf('spark.sql.cteRecursionRowLimit', '-1') }}",
+        "{{ cdc_set_session_conf('spark.sql.optimizer.dynamicPartitionPruning.enabled', 'false') }}"
     ],
-    post_hook="set spark.sql.optimizer.dynamicPartitionPruning.enabled = true"
+    post_hook="{{ cdc_restore_session_confs() }}"
 ) }}
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}
 

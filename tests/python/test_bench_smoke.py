@@ -224,3 +224,27 @@ def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_pat
     for size in res["seconds"].values():
         assert all(_positive(size[layout][read]) for layout in layouts for read in reads)
     assert "growth 1 -> 3 runs" in done.stdout, done.stdout
+
+
+def test_key_move_chain_bench_carries_the_late_change_walking_each_move_once(tmp_path: Path) -> None:
+    """``python -m bench.key_move_chain``: a row swapped 6 times between two keys, a late
+    update from before the first move; the final row holds it, the forward walk
+    (``carrying_moves``) takes each move once, and the backward walk (each move into a
+    refolded key back to the chain's start) at most n(n+1)/2 rows. Following every
+    later (earlier) move, as before 2026-11-29, walked 21 and 34 rows: the Fibonacci
+    numbers, 5.7 million at 32 swaps."""
+    out = tmp_path / "key_move_chain.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.key_move_chain", "--moves", "6", "--out", str(out)],
+        cwd=REPO,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    (step,) = json.loads(out.read_text())
+    assert step["moves"] == 6 and step["row_ok"] is True, step
+    assert step["recursion_rows"]["carrying_moves"] == 6, step
+    assert 6 <= step["recursion_rows"]["inherited_moves"] <= 6 * 7 // 2, step
+    assert _positive(step["read_s"]) and _positive(step["refold_s"]) and step["merge_s"] >= step["refold_s"], step

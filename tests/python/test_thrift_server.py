@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CDC = [sys.executable, "-m", "udfs.cli"]
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+DPP = "spark.sql.optimizer.dynamicPartitionPruning.enabled"  # a setting the merge models change while they build
 
 #: The mart rows as exact text, the same query through every client.
 MART_SQL = (
@@ -224,9 +225,13 @@ def pyhive_rows_any(port: int, sql: str) -> list[dict]:
 def test_cdc_run_goes_through_the_running_server(server):
     work, port, _ = server
     (work / "landing" / "shop_pg" / "customers-0003.jsonl").write_text(NEW_EVENT)
+    # an analyst's setting in the shared session, which the merge models change while they build
+    assert pyhive_rows_any(port, f"set {DPP} = false")
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "running through it" in p.stderr
+    assert pyhive_rows_any(port, f"set {DPP}") == [{"key": DPP, "value": "false"}]
+    pyhive_rows_any(port, f"set {DPP} = true")
     assert "files 1, records 1, changes 1, quarantined 0" in p.stdout
     ids = [r["id"] for r in pyhive_rows(port)]
     assert "7" in ids
