@@ -23,6 +23,21 @@ def _positive(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
+def _run_spark_bench(module: str, args: list[str], timeout: int) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` from the repository, its Spark workers on this Python;
+    the process must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
 def test_every_module_the_run_imports_late_is_loaded_right_after_the_snapshot() -> None:
     """``bench.run`` imports some of its modules inside ``main`` (after the code snapshot,
     as they import ``udfs``); ``load_harness`` must load each of them at the snapshot, or
@@ -204,16 +219,11 @@ def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_pat
     Arcion audit's two reads the same Arcion rows (the bench checks every count and exits
     otherwise), a time per size, layout and read."""
     out = tmp_path / "changelog_scan.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.changelog_scan", "--runs", "1,3", "--rows-per-run", "300", "--rounds", "1"]
-        + ["--write-tasks", "3", "--out", str(out)],
-        cwd=REPO,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
-        capture_output=True,
-        text=True,
+    done = _run_spark_bench(
+        "bench.changelog_scan",
+        ["--runs", "1,3", "--rows-per-run", "300", "--rounds", "1", "--write-tasks", "3", "--out", str(out)],
         timeout=600,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
     res = json.loads(out.read_text())
     layouts = ("INT96", "INT64", "INT64 rebalanced")
     assert res["loaded_at_physical_types"] == {"INT96": ["INT96"], "INT64": ["INT64"], "INT64 rebalanced": ["INT64"]}
@@ -234,15 +244,7 @@ def test_key_move_chain_bench_carries_the_late_change_walking_each_move_once(tmp
     later (earlier) move, as before 2026-11-29, walked 21 and 34 rows: the Fibonacci
     numbers, 5.7 million at 32 swaps."""
     out = tmp_path / "key_move_chain.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.key_move_chain", "--moves", "6", "--out", str(out)],
-        cwd=REPO,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
+    _run_spark_bench("bench.key_move_chain", ["--moves", "6", "--out", str(out)], timeout=900)
     (step,) = json.loads(out.read_text())
     assert step["moves"] == 6 and step["row_ok"] is True, step
     assert step["recursion_rows"]["carrying_moves"] == 6, step

@@ -60,6 +60,18 @@ def _kept(spark) -> list[str]:
     return [r.key for r in spark.sql("set").collect() if r.key.startswith(KEPT)]
 
 
+def _set(spark, values: dict[str, str]) -> dict[str, str]:
+    """Set the user's own ``values`` in the session; returns them."""
+    for name, value in values.items():
+        spark.conf.set(name, value)
+    return values
+
+
+def _live_rows(spark) -> list[tuple]:
+    live = spark.sql("select key['id'] as id, row['a'] as a from session_settings.state where not is_deleted")
+    return [tuple(r) for r in live.collect()]
+
+
 @pytest.fixture()
 def user_settings(spark):
     """The session's settings before the test, put back after it (the session is shared)."""
@@ -83,34 +95,23 @@ def test_the_session_gets_its_own_settings_back_after_a_run_and_after_a_failed_m
     )
 
     # the user's pruning on (Spark's default): the recursion models build with it off
-    users = {DPP: "true", LEVEL_LIMIT: "37", ROW_LIMIT: "12345"}
-    for name, value in users.items():
-        spark.conf.set(name, value)
+    users = _set(spark, {DPP: "true", LEVEL_LIMIT: "37", ROW_LIMIT: "12345"})
     run_pipeline(config_path, spark=spark)
-    live = spark.sql("select key['id'] as id, row['a'] as a from session_settings.state where not is_deleted")
-    assert [tuple(r) for r in live.collect()] == [("1", "z")]
-    assert _settings(spark) == users
-    assert _kept(spark) == []
+    assert _live_rows(spark) == [("1", "z")]
+    assert (_settings(spark), _kept(spark)) == (users, [])
 
     # the user's pruning off: it stays off (the post-hook put `true` back before)
     _land(config_path, "0002.jsonl", [_event(40, "u", 3, "w", moved_from=1)])
-    users = {DPP: "false", LEVEL_LIMIT: "50", ROW_LIMIT: "-1"}
-    for name, value in users.items():
-        spark.conf.set(name, value)
+    users = _set(spark, {DPP: "false", LEVEL_LIMIT: "50", ROW_LIMIT: "-1"})
     run_pipeline(config_path, spark=spark)
-    live = spark.sql("select key['id'] as id, row['a'] as a from session_settings.state where not is_deleted")
-    assert [tuple(r) for r in live.collect()] == [("3", "w")]
-    assert _settings(spark) == users
-    assert _kept(spark) == []
+    assert _live_rows(spark) == [("3", "w")]
+    assert (_settings(spark), _kept(spark)) == (users, [])
 
     # A model that fails after its pre-hooks ran (the table it reads is gone): its
     # post-hook is skipped, the run's end puts the user's values back.
-    users = {DPP: "true", LEVEL_LIMIT: "64", ROW_LIMIT: "1000"}
-    for name, value in users.items():
-        spark.conf.set(name, value)
+    users = _set(spark, {DPP: "true", LEVEL_LIMIT: "64", ROW_LIMIT: "1000"})
     spark.sql("drop table session_settings.int_pending_changes")
     # (the table's error is the model's statement's, which runs after its pre-hooks)
     with pytest.raises(PipelineError, match="(?s)int_changes_read.*TABLE_OR_VIEW_NOT_FOUND"):
         run_dbt(load_config(config_path), "run", extra=["--select", "int_changes_read"])
-    assert _settings(spark) == users
-    assert _kept(spark) == []
+    assert (_settings(spark), _kept(spark)) == (users, [])
