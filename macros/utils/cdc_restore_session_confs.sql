@@ -1,8 +1,8 @@
 {#
-    Put back every Spark setting that `cdc_set_session_conf` changed, to the value the
-    session had before, and forget the kept values. A post-hook of the models that
-    change settings, and the project's `on-run-end`: dbt skips a failed model's
-    post-hooks, not the end of the run.
+    Put back every Spark setting that `cdc_set_session_confs` changed, to the value the
+    session had before (unset if it had none), and forget the kept values. A post-hook
+    of the models that change settings, and the project's `on-run-end`: dbt skips a
+    failed model's post-hooks, not the end of the run.
 
     Returns: '' (a hook; the statements run here).
 #}
@@ -11,7 +11,12 @@
         {%- set prefix = 'spark.cdc.kept.' -%}
         {%- set prefix_length = prefix | length -%}
         {%- for row in run_query('set').rows if row[0].startswith(prefix) -%}
-            {%- do run_query('set ' ~ row[0][prefix_length:] ~ ' = ' ~ row[1]) -%}
+            {%- set name = row[0][prefix_length:] -%}
+            {%- if row[1] == '<undefined>' -%}
+                {%- do run_query('reset ' ~ name) -%}
+            {%- else -%}
+                {%- do run_query('set ' ~ name ~ ' = ' ~ row[1]) -%}
+            {%- endif -%}
             {%- do run_query('reset ' ~ row[0]) -%}
         {%- endfor -%}
     {%- endif -%}

@@ -8,23 +8,14 @@
 -- A table of its own: the moves' lineage in `int_changes_to_refold` is a recursive
 -- CTE, and each of its steps would plan and run these steps again.
 --
--- The moves are followed by recursive CTEs, one level per move in a chain: no limit on
--- levels or rows (Spark stops at 100 levels and 1M rows by default: a bulk key change
--- of a large table moves more rows); each level follows a move strictly later (or
--- earlier), so the recursion ends. Each move links to one next (previous) move, so the
--- rows grow with the moves walked, not with the paths through them.
--- Dynamic partition pruning is off while this model builds: Spark 4.3 cannot plan it
--- inside a recursive CTE ("Found the unresolved operator: 'Filter dynamicpruning"),
--- and the recursions read the changelog. It pruned the changelog's tables only (the
--- refolded keys are in every bucket). These settings are the model's only: the
--- session's own values come back after it, and after a failed build at the run's end
--- (`cdc_set_session_conf`).
+-- The moves are followed by recursive CTEs, one level per move in a chain. Each move
+-- links to one next (previous) move, so the rows grow with the moves walked, not with
+-- the paths through them. The Spark settings the recursions need (no limits on levels
+-- and rows, no dynamic partition pruning: `cdc_key_move_walk_confs`) are the model's
+-- only: the session's own values come back after it, and after a failed build at the
+-- run's end (`cdc_set_session_confs`).
 {{ config(
-    pre_hook=[
-        "{{ cdc_set_session_conf('spark.sql.cteRecursionLevelLimit', '-1') }}",
-        "{{ cdc_set_session_conf('spark.sql.cteRecursionRowLimit', '-1') }}",
-        "{{ cdc_set_session_conf('spark.sql.optimizer.dynamicPartitionPruning.enabled', 'false') }}"
-    ],
+    pre_hook="{{ cdc_set_session_confs(cdc_key_move_walk_confs()) }}",
     post_hook="{{ cdc_restore_session_confs() }}"
 ) }}
 -- depends_on: {{ ref('key_moves') }}, {{ ref('int_key_move_links') }}

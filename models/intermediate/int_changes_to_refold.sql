@@ -12,15 +12,10 @@
 -- inherited rows (`fold_level` > 0, placed at the move by `fold_anchor`) that the
 -- fold reads and never writes as versions. `resets` says which changes start the row
 -- from empty: the first inherited change of a move, never the move's own insert.
--- The lineage is a recursive CTE over small tables (no limit on its levels or rows:
--- each level follows a move strictly earlier); dynamic partition pruning is off while the model
--- builds, as in `int_changes_read`.
+-- The lineage is a recursive CTE over small tables (each level follows a move strictly
+-- earlier), built with the settings of `int_changes_read` (`cdc_key_move_walk_confs`).
 {{ config(
-    pre_hook=[
-        "{{ cdc_set_session_conf('spark.sql.cteRecursionLevelLimit', '-1') }}",
-        "{{ cdc_set_session_conf('spark.sql.cteRecursionRowLimit', '-1') }}",
-        "{{ cdc_set_session_conf('spark.sql.optimizer.dynamicPartitionPruning.enabled', 'false') }}"
-    ],
+    pre_hook="{{ cdc_set_session_confs(cdc_key_move_walk_confs()) }}",
     post_hook="{{ cdc_restore_session_confs() }}"
 ) }}
 {% set resetting_ops = "('insert', 'snapshot', 'delete', 'truncate')" %}

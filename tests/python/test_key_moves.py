@@ -24,6 +24,10 @@ history tables.
 The second test is the Arcion internal JSON trap of FORMATS.md: a realtime UPDATE
 carries only the key in ``before`` and the changed columns in ``after``; when it also
 changes the key, the column with ``exists`` 0 keeps its old value at the new key.
+
+The third is a Canal message of several rows that shifts keys (``UPDATE ... SET id =
+id + 1``): each row's delete and insert share the row's ``seq``, the rows apply in
+their order within the message, and a key a row leaves can take the next row at once.
 """
 
 from __future__ import annotations
@@ -369,3 +373,83 @@ def test_arcion_realtime_key_change_keeps_the_column_not_provided(spark, make_co
     state = {r.key["r_regionkey"]: (r.is_deleted, r.row) for r in spark.sql(f"select * from {schema}.state").collect()}
     assert state == {"10": (True, None), "11": (False, {"r_regionkey": "11", "r_comment": "USA", "r_name": "India"})}
     assert export_rows(spark, cfg, "region") == [{"r_regionkey": 11, "r_comment": "USA", "r_name": "India"}]
+
+
+def _canal(msg_id: int, kind: str, data: list[dict], old: list[dict] | None = None) -> str:
+    """One DTS Canal JSON message of ``shop.orders``; ``es`` follows ``id``."""
+    types = {"id": "int(11)", "amount": "decimal(12,2)", "note": "varchar(20)"}
+    doc = {
+        "data": data,
+        "old": old,
+        "database": "shop",
+        "table": "orders",
+        "es": 1_700_000_000_000 + msg_id,
+        "ts": 1_700_000_000_500 + msg_id,
+        "id": msg_id,
+        "isDdl": False,
+        "mysqlType": types,
+        "sqlType": {"id": 4, "amount": 3, "note": 12},
+        "pkNames": ["id"],
+        "sql": "",
+        "type": kind,
+    }
+    return json.dumps(doc)
+
+
+def _order(key: int, amount: str, note: str) -> dict:
+    return {"id": str(key), "amount": amount, "note": note}
+
+
+def test_canal_update_of_several_rows_shifting_keys_moves_each_row_in_row_order(spark, make_config, tmp_path):
+    cfg = make_config(
+        [{"name": "orders", "format": "dts_canal_json", "path": "landing"}],
+        {"shop.orders": {"key": ["id"]}},
+    )
+    schema = yaml.safe_load(cfg.read_text())["schema"]
+    landing = tmp_path / "landing"
+    rows = [_order(1, "1.00", "a"), _order(2, "2.00", "b"), _order(3, "3.00", "c")]
+    # UPDATE orders SET id = id + 1 WHERE id >= 2 ORDER BY id DESC: 3 -> 4, then 2 -> 3
+    shift = _canal(3, "UPDATE", [_order(4, "3.30", "c"), _order(3, "2.00", "b")], [{"id": "3"}, {"id": "2"}])
+    # one plain update and one key change (3 -> 5, a column changed too) in one message
+    mixed = _canal(
+        4,
+        "UPDATE",
+        [_order(1, "1.50", "a"), _order(5, "2.00", "moved")],
+        [{"amount": "1.00"}, {"id": "3", "note": "b"}],
+    )
+    (landing / "1.json").write_text("\n".join([_canal(1, "INSERT", rows), shift, mixed]) + "\n")
+    assert run_pipeline(cfg, spark=spark).quarantined == 0
+
+    moves = spark.sql(f"select from_key_text, to_key_text from {schema}.key_moves order by to_order_key").collect()
+    assert [(json.loads(m.from_key_text)["id"], json.loads(m.to_key_text)["id"]) for m in moves] == [
+        ("3", "4"),
+        ("2", "3"),
+        ("3", "5"),
+    ]
+
+    def versions() -> dict[str, list[dict | None]]:
+        got: dict[str, list[dict | None]] = defaultdict(list)
+        sql = f"select key, is_deleted, row from {schema}.history order by version_no"
+        for r in spark.sql(sql).collect():
+            got[r.key["id"]].append(None if r.is_deleted else r.row)
+        return dict(got)
+
+    moved_out = None
+    want = {
+        "1": [_order(1, "1.00", "a"), _order(1, "1.50", "a")],
+        "2": [_order(2, "2.00", "b"), moved_out],
+        "3": [_order(3, "3.00", "c"), moved_out, _order(3, "2.00", "b"), moved_out],
+        "4": [_order(4, "3.30", "c")],
+        "5": [_order(5, "2.00", "moved")],
+    }
+    assert versions() == want
+
+    # a late update of key 3 before the shift lands in key 3's history before the row left it
+    (landing / "2-late.json").write_text(_canal(2, "UPDATE", [_order(3, "3.30", "c")], [{"amount": "3.00"}]) + "\n")
+    assert run_pipeline(cfg, spark=spark).quarantined == 0
+    want["3"].insert(1, _order(3, "3.30", "c"))
+    assert versions() == want
+    live = {
+        r.key["id"]: r.row for r in spark.sql(f"select key, row from {schema}.state where not is_deleted").collect()
+    }
+    assert live == {"1": want["1"][-1], "4": want["4"][-1], "5": want["5"][-1]}

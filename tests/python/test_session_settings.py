@@ -115,3 +115,22 @@ def test_the_session_gets_its_own_settings_back_after_a_run_and_after_a_failed_m
     with pytest.raises(PipelineError, match="(?s)int_changes_read.*TABLE_OR_VIEW_NOT_FOUND"):
         run_dbt(load_config(config_path), "run", extra=["--select", "int_changes_read"])
     assert (_settings(spark), _kept(spark)) == (users, [])
+
+
+def test_set_and_restore_keep_a_value_left_kept_and_unset_a_setting_the_session_lacked(spark, tmp_path, user_settings):
+    """The two macros on their own (``dbt run-operation`` runs no ``on-run-end``)."""
+    config = load_config(_config(tmp_path))
+    never_set = "spark.cdc.test.never_set"
+    users = _set(spark, {DPP: "true", LEVEL_LIMIT: "37", ROW_LIMIT: "12345"})
+    # a run that died before its restore left the analyst's pruning setting kept
+    spark.conf.set(KEPT + DPP, "false")
+
+    confs = {never_set: "on", DPP: "true", LEVEL_LIMIT: "-1"}
+    run_dbt(config, "run-operation", extra=["cdc_set_session_confs", "--args", json.dumps({"confs": confs})])
+    assert {name: spark.conf.get(name) for name in confs} == confs
+    kept = {name: spark.conf.get(name) for name in _kept(spark)}
+    assert kept == {KEPT + never_set: "<undefined>", KEPT + DPP: "false", KEPT + LEVEL_LIMIT: "37"}
+
+    run_dbt(config, "run-operation", extra=["cdc_restore_session_confs"])
+    assert spark.conf.get(never_set, None) is None
+    assert (_settings(spark), _kept(spark)) == ({**users, DPP: "false"}, [])
