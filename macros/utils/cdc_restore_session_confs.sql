@@ -8,7 +8,7 @@
 #}
 {% macro cdc_restore_session_confs() %}
     {%- if execute -%}
-        {%- set prefix = 'spark.cdc.kept.' -%}
+        {%- set prefix = cdc_kept_conf_prefix() -%}
         {%- set prefix_length = prefix | length -%}
         {%- for row in run_query('set').rows if row[0].startswith(prefix) -%}
             {%- set name = row[0][prefix_length:] -%}

@@ -5,10 +5,10 @@
     the session is every analyst's (`spark.sql.hive.thriftServer.singleSession`): a
     model's setting must not outlive the model, nor overwrite the analyst's own.
 
-    A value is kept in the session as `spark.cdc.kept.<name>`, only when none is kept
-    yet: a value left by a run that died before its restore is the analyst's, not this
-    model's. A setting the session does not have is kept as `<undefined>`, and the
-    restore unsets it.
+    A value is kept in the session as `spark.cdc.kept.<name>` (`cdc_kept_conf_prefix`),
+    only when none is kept yet: a value left by a run that died before its restore is
+    the analyst's, not this model's. A setting the session does not have is kept as
+    `<undefined>`, and the restore unsets it.
 
     Arguments:
         confs: the settings while the model builds, name -> value (e.g.
@@ -18,7 +18,7 @@
 #}
 {% macro cdc_set_session_confs(confs) %}
     {%- if execute -%}
-        {%- set prefix = 'spark.cdc.kept.' -%}
+        {%- set prefix = cdc_kept_conf_prefix() -%}
         {%- set kept = [] -%}
         {%- for row in run_query('set').rows if row[0].startswith(prefix) -%}
             {%- do kept.append(row[0]) -%}
