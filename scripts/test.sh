@@ -9,7 +9,8 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python scripts/lint_sql.py
-# Two pytest workers (one file per worker at a time): pipeline tests spend much of
+# Two pytest workers (one file per worker at a time, in the collected order: the
+# longest files first, tests/python/conftest.py): pipeline tests spend much of
 # their time waiting (JVM, dbt), so two share the 2 cores well. CDC_TEST_WORKERS=0
 # runs them in this process. The 30 slowest tests are listed at the end (the suite's
 # time is watched: CI stops at 90 minutes).
@@ -17,5 +18,5 @@ workers="${CDC_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
     .venv/bin/python -m pytest tests/python --durations=30 "$@"
 else
-    .venv/bin/python -m pytest tests/python -n "$workers" --dist loadfile --durations=30 "$@"
+    .venv/bin/python -m pytest tests/python -n "$workers" --dist loadfile --no-loadscope-reorder --durations=30 "$@"
 fi

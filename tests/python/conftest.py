@@ -64,3 +64,63 @@ def make_config(tmp_path: Path):
         return path
 
     return make
+
+
+# The suite's longest files: the minutes each took on its worker in a full run of the
+# suite on this 2-core machine (2026-11-29, a loaded machine: about 150 worker-minutes).
+# scripts/test.sh gives each of two workers one file at a time, in the collected order
+# (--dist loadfile --no-loadscope-reorder): these files are collected first, longest
+# first, so that the run does not end with one worker on a long file and the other idle.
+# xdist's own order (the files with most tests first) put them last and left a worker
+# idle for ten minutes. Files not listed follow in their usual order. Only the order
+# matters: refresh the figures when a file's time moves by minutes.
+LONGEST_FILES_MINUTES: dict[str, float] = {
+    "test_cli_crash_idempotence.py": 26.0,
+    "test_bench_smoke.py": 19.3,
+    "test_key_moves.py": 15.7,
+    "test_thrift_server.py": 14.4,
+    "test_differential.py": 12.7,
+    "test_merge_segments.py": 9.0,
+    "test_conformance_debezium.py": 5.6,
+    "test_conformance_canal.py": 5.3,
+    "test_long_history.py": 3.5,
+    "test_quarantine_retry.py": 3.5,
+    "test_hostile_input.py": 3.1,
+    "test_large_landing_file.py": 3.1,
+    "test_properties.py": 3.1,
+    "test_conformance_arcion.py": 2.9,
+    "test_decode_spread.py": 2.4,
+    "test_audit.py": 1.9,
+    "test_loaded_at_watermarks.py": 1.8,
+    "test_session_settings.py": 1.6,
+    "test_golden.py": 1.6,
+    "test_parquet_timestamps.py": 1.5,
+}
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def longest_files_first(items: list, minutes_by_file: dict[str, float]) -> list:
+    """``items`` with the listed files' first, longest file first; a stable sort, so each
+    file's tests and the files not listed keep their order."""
+
+    def minutes(item) -> float:
+        try:
+            name = item.path.relative_to(TESTS_DIR).as_posix()
+        except ValueError:  # a test outside tests/python, named on the command line
+            return 0.0
+        return minutes_by_file.get(name, 0.0)
+
+    return sorted(items, key=minutes, reverse=True)
+
+
+def check_listed_files_exist(minutes_by_file: dict[str, float]) -> None:
+    """A renamed or removed file in the list stops the collection, naming it."""
+    missing = sorted(name for name in minutes_by_file if not (TESTS_DIR / name).is_file())
+    if missing:
+        raise pytest.UsageError(f"conftest.LONGEST_FILES_MINUTES names files that do not exist: {missing}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_listed_files_exist(LONGEST_FILES_MINUTES)
+    items[:] = longest_files_first(items, LONGEST_FILES_MINUTES)

@@ -58,8 +58,8 @@ def test_bench_writes_every_section_with_positive_figures(tmp_path: Path) -> Non
         *("--state-sizes", "500,5000", "--merge-batch", "200", "--merge-repeat", "1", "--hot-key-versions", "80"),
         *("--work", str(tmp_path / "work"), "--out", str(out)),
     ]
-    # The timeout only stops a hung run: beside another pipeline module on a busy CI
-    # machine the run took more than 900 s (460 s at stop 45's CI).
+    # The timeout only stops a hung run: about 460 s on a quiet CI machine, more than
+    # 900 s beside another pipeline module on a busy one.
     done = subprocess.run(
         [sys.executable, "-m", "bench", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=2400
     )

@@ -8,8 +8,9 @@
   at a time (the default): the same tables either way. The places between models are
   taken one after another in one warehouse: each run is killed at the next place, so
   each starts from what the killed run before it left (a crash while recovering from
-  a crash), and one full run then ends where the clean run ends. One run and one
-  table dump per place, as separate tests, took a quarter of the suite's time;
+  a crash), and one full run then ends where the clean run ends (one killed run per
+  place, not one warehouse per place: the places cost a run each, not a run and a
+  clean rerun and a table dump each);
 * a wrong configuration fails before any work with a message naming the problem.
 """
 
