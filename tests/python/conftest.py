@@ -121,6 +121,6 @@ def check_listed_files_exist(minutes_by_file: dict[str, float]) -> None:
         raise pytest.UsageError(f"conftest.LONGEST_FILES_MINUTES names files that do not exist: {missing}")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     check_listed_files_exist(LONGEST_FILES_MINUTES)
     items[:] = longest_files_first(items, LONGEST_FILES_MINUTES)
