@@ -47,9 +47,13 @@ DUMPS = {
 }
 
 
+def child_env(extra: dict | None = None) -> dict:
+    """The environment of a ``cdc`` process: this one's, its Python for the workers, ``extra``."""
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, **(extra or {})}
+
+
 def cdc(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})}
-    return subprocess.run(CDC + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(CDC + args, cwd=cwd, env=child_env(env), capture_output=True, text=True, timeout=timeout)
 
 
 def example_copy(tmp_path: Path, name: str) -> Path:
@@ -132,7 +136,7 @@ def _killed_run_in_own_group(work: Path, env: dict[str, str], kill_after_s: floa
         proc = subprocess.Popen(
             CDC + ["run"],
             cwd=work,
-            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env},
+            env=child_env(env),
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
