@@ -27,6 +27,7 @@ TOP_LEVEL_KEYS = {
     "compact_after_segments",
     "compact_after_fraction",
     "keep_previous_bases",
+    "compact_changelog_after_files",
     "dbt_threads",
     "test_scope",
     "spark",
@@ -72,6 +73,9 @@ DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
 #: dbt threads of a run (see ``Config.dbt_threads``; measured by ``python -m bench.run_overhead``)
 DEFAULT_DBT_THREADS = 4
 MAX_DBT_THREADS = 64
+#: files a changelog partition holds before a run's end rewrites it as one (see
+#: ``Config.compact_changelog_after_files``)
+DEFAULT_COMPACT_CHANGELOG_AFTER_FILES = 32
 #: values of ``test_scope`` (see ``Config.test_scope``)
 TEST_SCOPES = ("run", "all")
 
@@ -103,6 +107,10 @@ class Config:
     #: query that started before it (through ``cdc serve``) still finds its files; they
     #: are dropped by a later compaction (0: at once; see macros/sql/cdc_drop_old_segments.sql)
     keep_previous_bases: int = 1
+    #: a changelog partition holding more files than this (about one per run that
+    #: touched it) is rewritten as one file at the end of a run (0: never; see
+    #: macros/sql/cdc_compact_changelog.sql)
+    compact_changelog_after_files: int = DEFAULT_COMPACT_CHANGELOG_AFTER_FILES
     #: dbt nodes (models, tests) run at once (``--threads``): independent models and the
     #: dbt tests overlap, so a run's fixed cost (metastore calls, query planning, small
     #: jobs) is paid side by side instead of in a line
@@ -175,6 +183,9 @@ def load_config(path: str | Path) -> Config:
     keep_bases = raw.get("keep_previous_bases", 1)
     if not isinstance(keep_bases, int) or isinstance(keep_bases, bool) or keep_bases < 0:
         raise ConfigError(f"keep_previous_bases must be an integer >= 0, got {keep_bases!r}")
+    compact_changelog = raw.get("compact_changelog_after_files", DEFAULT_COMPACT_CHANGELOG_AFTER_FILES)
+    if not isinstance(compact_changelog, int) or isinstance(compact_changelog, bool) or compact_changelog < 0:
+        raise ConfigError(f"compact_changelog_after_files must be an integer >= 0, got {compact_changelog!r}")
     threads = raw.get("dbt_threads", DEFAULT_DBT_THREADS)
     if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_DBT_THREADS:
         raise ConfigError(f"dbt_threads must be an integer between 1 and {MAX_DBT_THREADS}, got {threads!r}")
@@ -268,6 +279,7 @@ def load_config(path: str | Path) -> Config:
         compact_segments,
         float(compact_fraction),
         keep_bases,
+        compact_changelog,
         threads,
         test_scope,
     )

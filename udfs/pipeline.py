@@ -65,6 +65,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "compact_after_segments": config.compact_after_segments,
             "compact_after_fraction": config.compact_after_fraction,
             "keep_previous_bases": config.keep_previous_bases,
+            "compact_changelog_after_files": config.compact_changelog_after_files,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "test_scope": config.test_scope,

@@ -9,7 +9,7 @@
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
     long_history_versions, compact_after_segments, compact_after_fraction,
-    keep_previous_bases, golden, retry_quarantine, test_scope.
+    keep_previous_bases, compact_changelog_after_files, golden, retry_quarantine, test_scope.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -30,6 +30,7 @@
         'compact_after_segments': settings.get('compact_after_segments', 8),
         'compact_after_fraction': settings.get('compact_after_fraction', 0.5),
         'keep_previous_bases': settings.get('keep_previous_bases', 1),
+        'compact_changelog_after_files': settings.get('compact_changelog_after_files', 32),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
         'test_scope': settings.get('test_scope', 'run'),

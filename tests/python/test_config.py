@@ -146,6 +146,19 @@ def test_keep_previous_bases_is_a_count_passed_to_dbt(tmp_path):
             load_config(_write(tmp_path, [feed("debezium_json")], keep_previous_bases=bad))
 
 
+def test_compact_changelog_after_files_is_a_count_passed_to_dbt(tmp_path):
+    from udfs.pipeline import dbt_vars
+
+    config = load_config(_write(tmp_path, [feed("debezium_json")]))
+    assert config.compact_changelog_after_files == 32
+    assert dbt_vars(config)["cdc"]["compact_changelog_after_files"] == 32
+    config = load_config(_write(tmp_path, [feed("debezium_json")], compact_changelog_after_files=0))
+    assert dbt_vars(config)["cdc"]["compact_changelog_after_files"] == 0
+    for bad in (-1, "1", True, 1.5, None):
+        with pytest.raises(ConfigError, match="compact_changelog_after_files must be an integer >= 0"):
+            load_config(_write(tmp_path, [feed("debezium_json")], compact_changelog_after_files=bad))
+
+
 def test_test_scope_is_run_or_all_and_reaches_dbt(tmp_path):
     from udfs.pipeline import dbt_vars
 

@@ -1,0 +1,54 @@
+{#
+    The first step of a changelog compaction: copy the rows of every changelog
+    partition (`table_id`, `bucket`) that holds more than `after_files` files into the
+    staging table `changelog__compaction` (created like the changelog), check that
+    every row was copied, and log the step ('staged') in `changelog_compactions`.
+    From that log row on, `cdc_changelog_compaction_apply` can rewrite the partitions
+    from the staging table, and does so again after a crash (the next run's
+    `on-run-start`): the staged rows are the partitions' whole content, so the rewrite
+    may be repeated. Before the log row nothing of the changelog has changed: a
+    crash only leaves a staging table, which the next compaction drops.
+
+    Arguments:
+        after_files: a partition with more files than this is staged (>= 1).
+
+    Returns: the number of partitions staged (0: nothing to compact, nothing logged).
+#}
+{% macro cdc_changelog_compaction_stage(after_files) %}
+    {% if not execute %}
+        {% do return(0) %}
+    {% endif %}
+    {% set changelog = cdc_existing_relation('changelog') %}
+    {% if changelog is none %}
+        {% do return(0) %}
+    {% endif %}
+    {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
+    {% set log = cdc_changelog_compactions_log() %}
+
+    {% set crowded = run_query(
+        'select table_id, bucket, count(distinct _metadata.file_path) as files, count(*) as n_rows'
+        ~ ' from ' ~ changelog ~ ' group by table_id, bucket'
+        ~ ' having count(distinct _metadata.file_path) > ' ~ (after_files | int)
+        ~ ' order by table_id, bucket') %}
+    {% if crowded.rows | length == 0 %}
+        {% do return(0) %}
+    {% endif %}
+
+    {% set files_before = crowded.columns[2].values() | sum %}
+    {% set expected_rows = crowded.columns[3].values() | sum %}
+    {% set predicate = cdc_partitions_predicate(crowded.rows) %}
+
+    {% do run_query('drop table if exists ' ~ staging) %}
+    {% do run_query('create table ' ~ staging ~ ' like ' ~ changelog) %}
+    {% do run_query('insert into ' ~ staging ~ ' select * from ' ~ changelog ~ ' where ' ~ predicate) %}
+    {% set staged_rows = run_query('select count(*) from ' ~ staging).rows[0][0] %}
+    {% if staged_rows != expected_rows %}
+        {% do exceptions.raise_compiler_error(
+            'changelog compaction: ' ~ staged_rows ~ ' rows staged from ' ~ crowded.rows | length
+            ~ ' partitions holding ' ~ expected_rows ~ ' rows; the changelog is unchanged') %}
+    {% endif %}
+    {% do run_query(
+        'insert into ' ~ log ~ ' values (' ~ cdc_string_literal(invocation_id) ~ ', 1, '
+        ~ crowded.rows | length ~ ', ' ~ files_before ~ ', ' ~ staged_rows ~ ', current_timestamp())') %}
+    {% do return(crowded.rows | length) %}
+{% endmacro %}

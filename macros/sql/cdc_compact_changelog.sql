@@ -1,0 +1,44 @@
+{#
+    Rewrite each changelog partition (`table_id`, `bucket`) that holds more than
+    `after_files` files as one file. Every run appends about one file to each
+    partition it touches, and every read of the changelog opens every file's footer:
+    without compaction a run's reads grow with the number of runs. The project's
+    `on-run-end` after a `dbt build` or `dbt run` in which nothing failed (the
+    setting `compact_changelog_after_files`, 0: never), or by hand:
+    `dbt run-operation cdc_compact_changelog --args '{after_files: 1}'`.
+
+    Two steps (`cdc_changelog_compaction_stage`, then `cdc_changelog_compaction_apply`),
+    logged in `changelog_compactions`, so that a crash at any point leaves the
+    changelog's rows whole or recoverable by the next run's `on-run-start`. A query
+    already running on the changelog (an analyst's, through `cdc serve`) may find a
+    rewritten partition's old files gone.
+
+    Arguments:
+        after_files: the limit; default the setting `compact_changelog_after_files`.
+        results: dbt's `results` in `on-run-end`; with a failed node, nothing is done.
+
+    Returns: '' (a hook; the statements run here).
+#}
+{% macro cdc_compact_changelog(after_files=none, results=none) %}
+    {% if not execute %}
+        {% do return('') %}
+    {% endif %}
+    {% if results is not none %}
+        {% if flags.WHICH not in ('build', 'run') %}
+            {% do return('') %}
+        {% endif %}
+        {% for result in results if result.status in ('error', 'fail', 'runtime error') %}
+            {% do return('') %}
+        {% endfor %}
+    {% endif %}
+    {% set limit = cdc_settings()['compact_changelog_after_files'] if after_files is none else after_files | int %}
+    {% if limit < 1 %}
+        {% do return('') %}
+    {% endif %}
+    {#- a compaction staged by a run that died is applied first (on-run-start already did, normally) -#}
+    {% do cdc_changelog_compaction_apply() %}
+    {% if cdc_changelog_compaction_stage(limit) > 0 %}
+        {% do cdc_changelog_compaction_apply() %}
+    {% endif %}
+    {% do return('') %}
+{% endmacro %}

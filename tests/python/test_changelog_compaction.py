@@ -1,0 +1,200 @@
+"""Changelog compaction: a partition (``table_id``, ``bucket``) holding more than
+``compact_changelog_after_files`` files is rewritten as one file at the end of a run
+(macros/sql/cdc_compact_changelog.sql), and a compaction cut short is finished by the
+next run's ``on-run-start``.
+
+What could go wrong: rows lost, doubled or changed by the rewrite (every row, its
+``loaded_at`` and ``run_id`` included, must be the same after it); a rewritten file
+whose rows are not in load order (the reads by ``loaded_at`` would then read it whole);
+a merge after a compaction that applies other changes than without one; a crash
+between Spark's delete of a partition's old files and the move of its new one, after
+which the next run would merge from a changelog missing rows.
+
+Every warehouse here lands the same four batches; the reference compacts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pyarrow.parquet as pq
+import pytest
+
+from udfs.config import load_config
+from udfs.pipeline import run_dbt, run_pipeline
+
+BUCKETS = 2
+
+# batch -> (op, id) in order; the log position grows across batches
+BATCHES = {
+    1: [("c", i) for i in range(12)],
+    2: [("u", i) for i in range(6)] + [("d", 6), ("d", 7)],
+    3: [("u", i) for i in range(3)] + [("c", i) for i in range(12, 16)] + [("c", 6)],
+    4: [("u", 1), ("d", 12), ("u", 6), ("c", 7)],
+}
+
+STATE = "select table_id, key_text, to_json(row) as row, is_deleted, last_seq, last_event_id, last_op from {s}.state"
+HISTORY = (
+    "select table_id, key_text, event_id, op, to_json(row) as row, valid_from_seq, valid_to_seq, is_deleted, "
+    "is_current from {s}.history"
+)
+
+
+def event(batch: int, position: int, op: str, key: int) -> str:
+    image = {"id": key, "name": f"item {key} \u00e9 batch {batch}\nline 2", "qty": 10**18 + batch}
+    return json.dumps(
+        {
+            "before": {"id": key} if op in ("u", "d") else None,
+            "after": None if op == "d" else image,
+            "source": {
+                "connector": "postgresql",
+                "db": "d",
+                "schema": "s",
+                "table": "items",
+                "lsn": batch * 1000 + position,
+                "ts_us": 1700000000000000 + batch * 1000 + position,
+            },
+            "op": op,
+        },
+        ensure_ascii=False,
+    )
+
+
+def warehouse(tmp_path: Path, after_files: int) -> Path:
+    """A cdc.yml of its own (schemas unique to this warehouse) in ``tmp_path``."""
+    name = tmp_path.name.replace("-", "_").lower()
+    (tmp_path / "landing").mkdir()
+    path = tmp_path / "cdc.yml"
+    path.write_text(
+        json.dumps(
+            {
+                "warehouse": ".cdc",
+                "schema": f"{name}_cdc",
+                "marts_schema": f"{name}_marts",
+                "buckets": BUCKETS,
+                "compact_changelog_after_files": after_files,
+                "feeds": [{"name": "f", "format": "debezium_json", "path": "landing"}],
+                "tables": {"items": {"key": ["id"], "columns": {"id": "bigint", "name": "string", "qty": "bigint"}}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def land_and_run(spark, path: Path, batch: int) -> None:
+    lines = [event(batch, i, op, key) for i, (op, key) in enumerate(BATCHES[batch])]
+    (path.parent / "landing" / f"batch-{batch}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    summary = run_pipeline(path, spark=spark)
+    assert summary.changes == len(lines) and summary.quarantined == 0
+
+
+def rows(spark, sql: str) -> list[str]:
+    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True) for r in spark.sql(sql).collect())
+
+
+def changelog_rows(spark, schema: str) -> list[str]:
+    return rows(spark, f"select to_json(struct(*)) as row from {schema}.changelog")
+
+
+def files_per_partition(spark, schema: str) -> Counter:
+    spark.catalog.refreshTable(f"{schema}.changelog")
+
+    def partition(uri: str) -> str:
+        return "/".join(p for p in unquote(urlparse(uri).path).split("/") if p.startswith(("table_id=", "bucket=")))
+
+    return Counter(partition(uri) for uri in spark.table(f"{schema}.changelog").inputFiles())
+
+
+def compactions(spark, schema: str) -> list[tuple]:
+    if not spark.catalog.tableExists(f"{schema}.changelog_compactions"):
+        return []
+    return [
+        (r.compaction_id, r.step, r.partitions, r.rows_moved)
+        for r in spark.sql(f"select * from {schema}.changelog_compactions order by logged_at, step").collect()
+    ]
+
+
+def latest_run_id(spark, schema: str) -> str:
+    table = f"{schema}.changelog"
+    return spark.sql(f"select max(run_id) from {table} where loaded_at = (select max(loaded_at) from {table})").first()[
+        0
+    ]
+
+
+def assert_files_in_load_order(spark, schema: str) -> None:
+    for uri in spark.table(f"{schema}.changelog").inputFiles():
+        loaded = pq.read_table(unquote(urlparse(uri).path), columns=["loaded_at"]).column("loaded_at").to_pylist()
+        assert loaded == sorted(loaded), uri
+
+
+@pytest.fixture(scope="module")
+def reference(spark, tmp_path_factory) -> dict:
+    """The state and history after the four batches, never compacted."""
+    path = warehouse(tmp_path_factory.mktemp("reference"), after_files=0)
+    for batch in BATCHES:
+        land_and_run(spark, path, batch)
+    schema = load_config(path).schema
+    assert compactions(spark, schema) == []
+    assert max(files_per_partition(spark, schema).values()) == len(BATCHES)
+    return {"state": rows(spark, STATE.format(s=schema)), "history": rows(spark, HISTORY.format(s=schema))}
+
+
+def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_every_row(spark, tmp_path, reference):
+    path = warehouse(tmp_path, after_files=2)
+    schema = load_config(path).schema
+    land_and_run(spark, path, 1)
+    land_and_run(spark, path, 2)
+    assert set(files_per_partition(spark, schema).values()) == {2}
+    assert compactions(spark, schema) == []  # at the limit, not past it
+    before = changelog_rows(spark, schema)
+
+    land_and_run(spark, path, 3)  # a third file in each partition: the run's end compacts
+    assert set(files_per_partition(spark, schema).values()) == {1}
+    log = compactions(spark, schema)
+    assert [step for _, step, _, _ in log] == [1, 2] and log[0][0] == log[1][0]
+    assert log[0][2] == BUCKETS and log[0][3] == len(before) + len(BATCHES[3])
+    assert not spark.catalog.tableExists(f"{schema}.changelog__compaction")
+    third_run = latest_run_id(spark, schema)
+    after = changelog_rows(spark, schema)
+    assert [r for r in after if third_run not in r] == before
+    assert len(after) == len(before) + len(BATCHES[3])
+    assert_files_in_load_order(spark, schema)
+
+    land_and_run(spark, path, 4)  # merged from the compacted changelog
+    assert set(files_per_partition(spark, schema).values()) == {2}
+    assert rows(spark, STATE.format(s=schema)) == reference["state"]
+    assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
+
+
+def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_the_next_run(
+    spark, tmp_path, reference
+):
+    path = warehouse(tmp_path, after_files=0)  # no compaction at a run's end
+    config = load_config(path)
+    schema = config.schema
+    for batch in (1, 2, 3):
+        land_and_run(spark, path, batch)
+    before = changelog_rows(spark, schema)
+
+    # the first step, as a run's end takes it; then what a crash inside the second
+    # leaves: Spark deletes the old files of each partition before it moves the new one in
+    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage", "--args", "{after_files: 1}"])
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1]
+    deleted = spark.table(f"{schema}.changelog").inputFiles()
+    assert len(deleted) == BUCKETS * 3
+    for uri in deleted:
+        Path(unquote(urlparse(uri).path)).unlink()
+    spark.catalog.refreshTable(f"{schema}.changelog")
+    assert spark.table(f"{schema}.changelog").count() == 0
+
+    land_and_run(spark, path, 4)  # its on-run-start rewrites the partitions first
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2]
+    assert not spark.catalog.tableExists(f"{schema}.changelog__compaction")
+    fourth_run = latest_run_id(spark, schema)
+    assert [r for r in changelog_rows(spark, schema) if fourth_run not in r] == before
+    assert rows(spark, STATE.format(s=schema)) == reference["state"]
+    assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
