@@ -1,10 +1,14 @@
-"""How a run's reads of ``changelog`` grow with the changelog, in three layouts:
+"""How a run's reads of ``changelog`` grow with the changelog, in four layouts:
 
 * ``INT96``: timestamps as INT96 (Spark's default), every writing task's files;
 * ``INT64``: timestamps as INT64 microseconds (the project's session setting,
   ``udfs.session``), every writing task's files;
 * ``INT64 rebalanced``: INT64, the rows rebalanced by partition before the write, as
-  the changelog model's append is: one file per partition and run.
+  the changelog model's append is: one file per partition and run;
+* ``INT64 compacted``: as ``INT64 rebalanced``, and before the latest run's append
+  every partition is rewritten as one file in load order, as the changelog compaction
+  does (the statements of ``macros/sql/cdc_changelog_compaction_stage.sql`` and
+  ``..._apply.sql``): one file per partition for the earlier runs, one for the latest.
 
 ``python -m bench.changelog_scan [--runs 10,40] [--rows-per-run 250000]
 [--write-tasks 2] [--rounds 3]``
@@ -30,6 +34,10 @@ are not merged yet, and the one that died before its audit rows:
   a run and the second the latest run's;
 * *present*: what the changelog model finds already appended for the batch's files
   (the latest run's, as if it died before its audit rows), over every run's rows;
+* *files counted*: the compaction's check at a run's end
+  (``cdc_changelog_files_since_compaction``: the most files a partition got since the
+  last compaction; in the compacted layout the rows loaded before it are skipped by
+  their ``loaded_at`` statistics, in the others every file is counted);
 * *arcion audit*: the rows ``arcion_operationcount_gaps`` reads, every row's
   ``extras`` *before*, the Arcion formats' rows only *after* (by ``format``'s
   statistics).
@@ -52,14 +60,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: layout -> (``spark.sql.parquet.outputTimestampType``, rebalanced by partition); the
-#: layout before the project's settings first
+#: layout -> (``spark.sql.parquet.outputTimestampType``, rebalanced by partition,
+#: compacted before the latest run); the layout before the project's settings first
 LAYOUTS = {
-    "INT96": ("INT96", False),
-    "INT64": ("TIMESTAMP_MICROS", False),
-    "INT64 rebalanced": ("TIMESTAMP_MICROS", True),
+    "INT96": ("INT96", False, False),
+    "INT64": ("TIMESTAMP_MICROS", False, False),
+    "INT64 rebalanced": ("TIMESTAMP_MICROS", True, False),
+    "INT64 compacted": ("TIMESTAMP_MICROS", True, True),
 }
-READS = ("pending", "tested", "op values all", "op values run", "present", "arcion before", "arcion after")
+READS = (
+    "pending",
+    "tested",
+    "op values all",
+    "op values run",
+    "present",
+    "files counted",
+    "arcion before",
+    "arcion after",
+)
 #: one second a run apart, far from any epoch edge
 _RUN_START_US = 1_700_000_000_000_000
 _BUCKETS = 16
@@ -72,7 +90,7 @@ def _loaded_at(run: int) -> str:
 
 
 def _append_run(spark: Any, table: str, layout: str, run: int, rows: int, tasks: int) -> None:
-    timestamps, rebalanced = LAYOUTS[layout]
+    timestamps, rebalanced, _ = LAYOUTS[layout]
     spark.conf.set("spark.sql.parquet.outputTimestampType", timestamps)
     arcion = f"id % {ARCION_EVERY} = 0"
     counts = "'insert_count', cast(id as string), 'update_count', '0', 'delete_count', '0', 'replace_count', '0'"
@@ -96,6 +114,34 @@ def _append_run(spark: Any, table: str, layout: str, run: int, rows: int, tasks:
     appended.write.mode("append").format("parquet").partitionBy("table_id", "bucket").saveAsTable(table)
 
 
+def _compact(spark: Any, table: str) -> float:
+    """Every partition of ``table`` rewritten as one file in load order, as the changelog
+    compaction's two steps do (staged in a copy, then a dynamic partition overwrite from
+    it); returns the seconds it took."""
+    t0 = time.perf_counter()
+    staging = f"{table}__compaction"
+    spark.sql(f"drop table if exists {staging}")
+    spark.sql(f"create table {staging} like {table}")
+    spark.sql(f"insert into {staging} select * from {table}")
+    before = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    spark.sql(
+        f"insert overwrite table {table} partition (table_id, bucket) select * from {staging} "
+        "distribute by table_id, bucket sort by table_id, bucket, loaded_at"
+    )
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", before)
+    spark.sql(f"drop table {staging}")
+    return time.perf_counter() - t0
+
+
+def _most_files_per_partition(spark: Any, table: str, leave_out: set[str]) -> int:
+    """The most files one partition of ``table`` holds, ``leave_out`` not counted."""
+    from collections import Counter
+
+    partitions = Counter(uri.rsplit("/", 1)[0] for uri in spark.table(table).inputFiles() if uri not in leave_out)
+    return max(partitions.values(), default=0)
+
+
 def _physical_types(spark: Any, table: str) -> list[str]:
     """The physical types of ``loaded_at`` in the table's files (a check of the layout)."""
     from urllib.parse import unquote, urlparse
@@ -111,7 +157,7 @@ def _physical_types(spark: Any, table: str) -> list[str]:
     return sorted(types)
 
 
-def _reads(table: str, watermark: str, audit: str, latest: int) -> dict[str, str]:
+def _reads(table: str, watermark: str, audit: str, latest: int, compacted: bool) -> dict[str, str]:
     key = "concat_ws('|', source_file, cast(record_index as string), cast(row_index as string))"
     processed = f"(select coalesce(max(processed_at), timestamp '1970-01-01') from {audit})"
     scope = f"(loaded_at >= {processed} or run_id = 'run-{latest:05d}')"
@@ -134,6 +180,11 @@ def _reads(table: str, watermark: str, audit: str, latest: int) -> dict[str, str
         ),
         "op values all": op_values("true"),
         "op values run": op_values(scope),
+        "files counted": (
+            f"select coalesce(max(files), 0) from (select count(distinct _metadata.file_path) as files from {table} "
+            + (f"where loaded_at > {_loaded_at(latest - 1)} " if compacted else "")
+            + "group by table_id, bucket)"
+        ),
         "present": (
             f"select count(*) from (select source_file, record_index, row_index from {table} as this_table "
             f"left semi join (select 'landing/f/file-{latest:05d}.jsonl' as source_file) as batch_files "
@@ -152,10 +203,15 @@ def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[st
         spark = build_session(Path(tmp))
         tables = {layout: f"default.changelog_{layout.lower().replace(' ', '_')}" for layout in LAYOUTS}
         files: dict[str, dict[str, int]] = {}
+        compactions: dict[str, float] = {}
+        compacted_files: set[str] = set()
         written = 0
         for size in sizes:
             for run in range(written, size):
                 for layout, table in tables.items():
+                    if LAYOUTS[layout][2] and run == size - 1 and run > 0:
+                        compactions[str(size)] = round(_compact(spark, table), 3)
+                        compacted_files = set(spark.table(table).inputFiles())
                     _append_run(spark, table, layout, run, rows, tasks)
             written = size
             files[str(size)] = {layout: len(spark.table(table).inputFiles()) for layout, table in tables.items()}
@@ -183,12 +239,16 @@ def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[st
             best: dict[str, dict[str, float]] = {layout: {} for layout in LAYOUTS}
             for _ in range(rounds):
                 for layout, table in tables.items():
-                    for read, sql in _reads(table, "default.merge_log", "default.audit_files", size - 1).items():
+                    compacted = LAYOUTS[layout][2] and size > 1
+                    counted = _most_files_per_partition(spark, table, compacted_files if compacted else set())
+                    reads = _reads(table, "default.merge_log", "default.audit_files", size - 1, compacted)
+                    for read, sql in reads.items():
                         t0 = time.perf_counter()
                         got = spark.sql(sql).first()[0]
                         took = time.perf_counter() - t0
-                        if got != want[read]:
-                            raise SystemExit(f"{layout} {read} at {size} runs: {got} rows, expected {want[read]}")
+                        expected = counted if read == "files counted" else want[read]
+                        if got != expected:
+                            raise SystemExit(f"{layout} {read} at {size} runs: {got}, expected {expected}")
                         best[layout][read] = min(best[layout].get(read, took), took)
             results[str(size)] = {layout: {read: round(s, 3) for read, s in best[layout].items()} for layout in LAYOUTS}
             print(f"{size} runs: {results[str(size)]}", file=sys.stderr)
@@ -198,6 +258,7 @@ def measure(sizes: list[int], rows: int, rounds: int, tasks: int = 2) -> dict[st
         "rows_per_run": rows,
         "write_tasks": tasks,
         "files": files,
+        "compaction_s": compactions,
         "loaded_at_physical_types": layouts,
         "rounds": rounds,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()},
@@ -227,6 +288,7 @@ def table(res: dict[str, Any]) -> str:
         lines.append(
             f"        {read:<14}" + "".join(f" {last[lay][read] / first[lay][read]:21.2f}x" for lay in LAYOUTS)
         )
+    lines.append("compaction (every partition, before the latest run's append), seconds: " + str(res["compaction_s"]))
     lines.append(f"arcion after / before at {sizes[-1]} runs:")
     lines.append(
         " " * 22 + "".join(f" {last[lay]['arcion after'] / last[lay]['arcion before']:21.2f}x" for lay in LAYOUTS)

@@ -73,7 +73,7 @@ DEFAULT_DECODE_TASK_BYTES = 64 * 1024 * 1024
 #: dbt threads of a run (see ``Config.dbt_threads``; measured by ``python -m bench.run_overhead``)
 DEFAULT_DBT_THREADS = 4
 MAX_DBT_THREADS = 64
-#: files a changelog partition holds before a run's end rewrites it as one (see
+#: files appended to a changelog partition before a run's end compacts the changelog (see
 #: ``Config.compact_changelog_after_files``)
 DEFAULT_COMPACT_CHANGELOG_AFTER_FILES = 32
 #: values of ``test_scope`` (see ``Config.test_scope``)
@@ -107,8 +107,9 @@ class Config:
     #: query that started before it (through ``cdc serve``) still finds its files; they
     #: are dropped by a later compaction (0: at once; see macros/sql/cdc_drop_old_segments.sql)
     keep_previous_bases: int = 1
-    #: a changelog partition holding more files than this (about one per run that
-    #: touched it) is rewritten as one file at the end of a run (0: never; see
+    #: when a changelog partition has had more files than this appended since the last
+    #: compaction (about one per run that touched it), a run's end rewrites every
+    #: partition holding several files as one file (0: never; see
     #: macros/sql/cdc_compact_changelog.sql)
     compact_changelog_after_files: int = DEFAULT_COMPACT_CHANGELOG_AFTER_FILES
     #: dbt nodes (models, tests) run at once (``--threads``): independent models and the

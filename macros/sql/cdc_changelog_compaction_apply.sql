@@ -30,13 +30,14 @@
     {% endif %}
     {% set log_relation = cdc_changelog_compactions_log() %}
     {% set pending = run_query(
-        'select compaction_id, max(rows_moved) from ' ~ log_relation
+        'select compaction_id, max(rows_moved), cast(max(loaded_through) as string) from ' ~ log_relation
         ~ ' group by compaction_id having max(step) = 1') %}
     {% if pending.rows | length == 0 %}
         {% do return(0) %}
     {% endif %}
     {% set compaction_id = pending.rows[0][0] %}
     {% set staged_rows = pending.rows[0][1] %}
+    {% set loaded_through = pending.rows[0][2] %}
     {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
 
     {% set partitions = run_query(
@@ -63,7 +64,8 @@
     {% endif %}
     {% do run_query(
         'insert into ' ~ log_relation ~ ' values (' ~ cdc_string_literal(compaction_id) ~ ', 2, '
-        ~ partitions.rows | length ~ ', null, ' ~ staged_rows ~ ', current_timestamp())') %}
+        ~ partitions.rows | length ~ ', null, ' ~ staged_rows ~ ', timestamp ' ~ cdc_string_literal(loaded_through)
+        ~ ', current_timestamp())') %}
     {% do run_query('drop table if exists ' ~ staging) %}
     {% do return(partitions.rows | length) %}
 {% endmacro %}

@@ -1,20 +1,20 @@
 {#
     The first step of a changelog compaction: copy the rows of every changelog
-    partition (`table_id`, `bucket`) that holds more than `after_files` files into the
-    staging table `changelog__compaction` (created like the changelog), check that
-    every row was copied, and log the step ('staged') in `changelog_compactions`.
+    partition (`table_id`, `bucket`) that holds more than one file into the staging
+    table `changelog__compaction` (created like the changelog), check that every row
+    was copied, and log the step (step 1) in `changelog_compactions`, with the run's
+    start as `loaded_through`: every row of the changelog was loaded by then, so after
+    the compaction the files a partition holds are at most one from before it and
+    those appended since (`cdc_changelog_files_since_compaction`).
     From that log row on, `cdc_changelog_compaction_apply` can rewrite the partitions
     from the staging table, and does so again after a crash (the next run's
     `on-run-start`): the staged rows are the partitions' whole content, so the rewrite
     may be repeated. Before the log row nothing of the changelog has changed: a
     crash only leaves a staging table, which the next compaction drops.
 
-    Arguments:
-        after_files: a partition with more files than this is staged (>= 1).
-
     Returns: the number of partitions staged (0: nothing to compact, nothing logged).
 #}
-{% macro cdc_changelog_compaction_stage(after_files) %}
+{% macro cdc_changelog_compaction_stage() %}
     {% if not execute %}
         {% do return(0) %}
     {% endif %}
@@ -28,8 +28,7 @@
     {% set crowded = run_query(
         'select table_id, bucket, count(distinct _metadata.file_path) as files, count(*) as n_rows'
         ~ ' from ' ~ changelog ~ ' group by table_id, bucket'
-        ~ ' having count(distinct _metadata.file_path) > ' ~ (after_files | int)
-        ~ ' order by table_id, bucket') %}
+        ~ ' having count(distinct _metadata.file_path) > 1 order by table_id, bucket') %}
     {% if crowded.rows | length == 0 %}
         {% do return(0) %}
     {% endif %}
@@ -49,6 +48,7 @@
     {% endif %}
     {% do run_query(
         'insert into ' ~ log ~ ' values (' ~ cdc_string_literal(invocation_id) ~ ', 1, '
-        ~ crowded.rows | length ~ ', ' ~ files_before ~ ', ' ~ staged_rows ~ ', current_timestamp())') %}
+        ~ crowded.rows | length ~ ', ' ~ files_before ~ ', ' ~ staged_rows ~ ', '
+        ~ cdc_run_started_at() ~ ', current_timestamp())') %}
     {% do return(crowded.rows | length) %}
 {% endmacro %}

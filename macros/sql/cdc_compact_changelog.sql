@@ -1,8 +1,9 @@
 {#
-    Rewrite each changelog partition (`table_id`, `bucket`) that holds more than
-    `after_files` files as one file. Every run appends about one file to each
-    partition it touches, and every read of the changelog opens every file's footer:
-    without compaction a run's reads grow with the number of runs. The project's
+    When a changelog partition (`table_id`, `bucket`) has had more than `after_files`
+    files appended since the last compaction, rewrite every partition that holds more
+    than one file as one file. Every run appends about one file to each partition it
+    touches, and every read of the changelog opens every file's footer: without
+    compaction a run's reads grow with the number of runs. The project's
     `on-run-end` after a `dbt build` or `dbt run` in which nothing failed (the
     setting `compact_changelog_after_files`, 0: never), or by hand:
     `dbt run-operation cdc_compact_changelog --args '{after_files: 1}'`.
@@ -37,7 +38,7 @@
     {% endif %}
     {#- a compaction staged by a run that died is applied first (on-run-start already did, normally) -#}
     {% do cdc_changelog_compaction_apply() %}
-    {% if cdc_changelog_compaction_stage(limit) > 0 %}
+    {% if cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
         {% do cdc_changelog_compaction_apply() %}
     {% endif %}
     {% do return('') %}

@@ -215,11 +215,12 @@ def test_file_memory_bench_gives_the_same_records_at_every_block_size(tmp_path: 
 
 def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_path: Path) -> None:
     """``python -m bench.changelog_scan``: each layout's files written as named (INT96,
-    INT64; rebalanced: fewer files than the writing tasks made), the pending and present
+    INT64; rebalanced: fewer files than the writing tasks made; compacted before the
+    latest run: fewer again, every row kept), the pending and present
     reads finding exactly the latest run's rows, the unique test no duplicate, the
     accepted_values test every run's bad op or the latest run's only, and the
-    Arcion audit's two reads the same Arcion rows (the bench checks every count and exits
-    otherwise), a time per size, layout and read."""
+    Arcion audit's two reads the same Arcion rows, the compaction's check every file (the
+    bench checks every count and exits otherwise), a time per size, layout and read."""
     out = tmp_path / "changelog_scan.json"
     done = _run_spark_bench(
         "bench.changelog_scan",
@@ -227,12 +228,30 @@ def test_changelog_scan_bench_reads_the_latest_runs_rows_in_every_layout(tmp_pat
         timeout=600,
     )
     res = json.loads(out.read_text())
-    layouts = ("INT96", "INT64", "INT64 rebalanced")
-    assert res["loaded_at_physical_types"] == {"INT96": ["INT96"], "INT64": ["INT64"], "INT64 rebalanced": ["INT64"]}
+    layouts = ("INT96", "INT64", "INT64 rebalanced", "INT64 compacted")
+    assert res["loaded_at_physical_types"] == {
+        "INT96": ["INT96"],
+        "INT64": ["INT64"],
+        "INT64 rebalanced": ["INT64"],
+        "INT64 compacted": ["INT64"],
+    }
     assert list(res["seconds"]) == ["1", "3"]
     for size, files in res["files"].items():
         assert files["INT96"] == files["INT64"] > files["INT64 rebalanced"] > 0, (size, files)
-    reads = ("pending", "tested", "op values all", "op values run", "present", "arcion before", "arcion after")
+    # one run: nothing to compact; three: the first two runs' files are one per partition
+    assert res["files"]["1"]["INT64 compacted"] == res["files"]["1"]["INT64 rebalanced"], res["files"]
+    assert 0 < res["files"]["3"]["INT64 compacted"] < res["files"]["3"]["INT64 rebalanced"], res["files"]
+    assert list(res["compaction_s"]) == ["3"] and _positive(res["compaction_s"]["3"]), res
+    reads = (
+        "pending",
+        "tested",
+        "op values all",
+        "op values run",
+        "present",
+        "files counted",
+        "arcion before",
+        "arcion after",
+    )
     for size in res["seconds"].values():
         assert all(_positive(size[layout][read]) for layout in layouts for read in reads)
     assert "growth 1 -> 3 runs" in done.stdout, done.stdout

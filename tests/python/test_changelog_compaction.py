@@ -1,5 +1,6 @@
-"""Changelog compaction: a partition (``table_id``, ``bucket``) holding more than
-``compact_changelog_after_files`` files is rewritten as one file at the end of a run
+"""Changelog compaction: when a partition (``table_id``, ``bucket``) has had more than
+``compact_changelog_after_files`` files appended since the last compaction, every
+partition holding several files is rewritten as one file at the end of a run
 (macros/sql/cdc_compact_changelog.sql), and a compaction cut short is finished by the
 next run's ``on-run-start``.
 
@@ -34,7 +35,10 @@ BATCHES = {
     2: [("u", i) for i in range(6)] + [("d", 6), ("d", 7)],
     3: [("u", i) for i in range(3)] + [("c", i) for i in range(12, 16)] + [("c", 6)],
     4: [("u", 1), ("d", 12), ("u", 6), ("c", 7)],
+    5: [("u", 2), ("u", 13)],
 }
+#: the batches of the reference warehouse
+REFERENCE_BATCHES = (1, 2, 3, 4)
 
 STATE = "select table_id, key_text, to_json(row) as row, is_deleted, last_seq, last_event_id, last_op from {s}.state"
 HISTORY = (
@@ -135,11 +139,11 @@ def assert_files_in_load_order(spark, schema: str) -> None:
 def reference(spark, tmp_path_factory) -> dict:
     """The state and history after the four batches, never compacted."""
     path = warehouse(tmp_path_factory.mktemp("reference"), after_files=0)
-    for batch in BATCHES:
+    for batch in REFERENCE_BATCHES:
         land_and_run(spark, path, batch)
     schema = load_config(path).schema
     assert compactions(spark, schema) == []
-    assert max(files_per_partition(spark, schema).values()) == len(BATCHES)
+    assert max(files_per_partition(spark, schema).values()) == len(REFERENCE_BATCHES)
     return {"state": rows(spark, STATE.format(s=schema)), "history": rows(spark, HISTORY.format(s=schema))}
 
 
@@ -169,6 +173,12 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     assert rows(spark, STATE.format(s=schema)) == reference["state"]
     assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
 
+    # three files in a partition, two of them appended since the compaction: the limit
+    # counts the files appended since, so nothing is compacted
+    land_and_run(spark, path, 5)
+    assert max(files_per_partition(spark, schema).values()) == 3
+    assert compactions(spark, schema) == log
+
 
 def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_the_next_run(
     spark, tmp_path, reference
@@ -182,7 +192,7 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
 
     # the first step, as a run's end takes it; then what a crash inside the second
     # leaves: Spark deletes the old files of each partition before it moves the new one in
-    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage", "--args", "{after_files: 1}"])
+    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage"])
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1]
     deleted = spark.table(f"{schema}.changelog").inputFiles()
     assert len(deleted) == BUCKETS * 3
