@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from udfs.config import load_config
-from udfs.pipeline import run_dbt, run_pipeline
+from udfs.pipeline import PipelineError, run_dbt, run_pipeline
 
 BUCKETS = 2
 
@@ -208,3 +208,19 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
     assert [r for r in changelog_rows(spark, schema) if fourth_run not in r] == before
     assert rows(spark, STATE.format(s=schema)) == reference["state"]
     assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
+
+
+def test_a_run_in_which_a_data_test_failed_compacts_nothing(spark, tmp_path):
+    path = warehouse(tmp_path, after_files=1)
+    schema = load_config(path).schema
+    land_and_run(spark, path, 1)
+    assert compactions(spark, schema) == []  # one file a partition: at the limit
+    # a changelog file lost: the next run's audit balance test fails, and its end must
+    # not rewrite the changelog as if it were whole
+    lost = sorted(spark.table(f"{schema}.changelog").inputFiles())[0]
+    Path(unquote(urlparse(lost).path)).unlink()
+    spark.catalog.refreshTable(f"{schema}.changelog")
+    with pytest.raises(PipelineError, match="assert_audit_files_balance"):
+        land_and_run(spark, path, 2)
+    assert compactions(spark, schema) == []
+    assert max(files_per_partition(spark, schema).values()) == 2
