@@ -16,9 +16,7 @@
     Returns: the number of partitions rewritten.
 #}
 {% macro cdc_changelog_compaction_apply() %}
-    {% if not execute %}
-        {% do return(0) %}
-    {% endif %}
+    {#- none while dbt parses (`execute` false) -#}
     {% set changelog = cdc_existing_relation('changelog') %}
     {% if changelog is none %}
         {% do return(0) %}

@@ -15,9 +15,7 @@
     Returns: the number of partitions staged (0: nothing to compact, nothing logged).
 #}
 {% macro cdc_changelog_compaction_stage() %}
-    {% if not execute %}
-        {% do return(0) %}
-    {% endif %}
+    {#- none while dbt parses (`execute` false) -#}
     {% set changelog = cdc_existing_relation('changelog') %}
     {% if changelog is none %}
         {% do return(0) %}

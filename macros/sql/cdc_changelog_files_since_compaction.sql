@@ -10,9 +10,7 @@
     Returns: a number of files (0 for an empty or missing changelog).
 #}
 {% macro cdc_changelog_files_since_compaction() %}
-    {% if not execute %}
-        {% do return(0) %}
-    {% endif %}
+    {#- none while dbt parses (`execute` false) -#}
     {% set changelog = cdc_existing_relation('changelog') %}
     {% if changelog is none %}
         {% do return(0) %}
