@@ -36,8 +36,11 @@
     {% if limit < 1 %}
         {% do return('') %}
     {% endif %}
-    {#- a compaction staged by a run that died is applied first (on-run-start already did, normally) -#}
-    {% do cdc_changelog_compaction_apply() %}
+    {#- by hand, a compaction staged by a run that died is applied first; in a run the
+        project's on-run-start has already done so -#}
+    {% if results is none %}
+        {% do cdc_changelog_compaction_apply() %}
+    {% endif %}
     {% if cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
         {% do cdc_changelog_compaction_apply() %}
     {% endif %}

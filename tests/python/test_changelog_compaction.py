@@ -100,8 +100,13 @@ def rows(spark, sql: str) -> list[str]:
     return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True) for r in spark.sql(sql).collect())
 
 
+#: to_json's default timestamp format stops at milliseconds
+MICROS = "map('timestampFormat', \"yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX\")"
+
+
 def changelog_rows(spark, schema: str) -> list[str]:
-    return rows(spark, f"select to_json(struct(*)) as row from {schema}.changelog")
+    """Every changelog row as JSON, its timestamps to the microsecond."""
+    return rows(spark, f"select to_json(struct(*), {MICROS}) as row from {schema}.changelog")
 
 
 def files_per_partition(spark, schema: str) -> Counter:
@@ -179,6 +184,14 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     assert max(files_per_partition(spark, schema).values()) == 3
     assert compactions(spark, schema) == log
 
+    # by hand, with a lower limit: the partitions holding several files become one each
+    before = changelog_rows(spark, schema)
+    run_dbt(load_config(path), "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    assert set(files_per_partition(spark, schema).values()) == {1}
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2]
+    assert changelog_rows(spark, schema) == before
+    assert_files_in_load_order(spark, schema)
+
 
 def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_the_next_run(
     spark, tmp_path, reference
@@ -208,6 +221,18 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
     assert [r for r in changelog_rows(spark, schema) if fourth_run not in r] == before
     assert rows(spark, STATE.format(s=schema)) == reference["state"]
     assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
+
+    # cut short again; by hand (no on-run-start), the compaction macro finishes the
+    # staged one first, whatever its limit
+    before = changelog_rows(spark, schema)
+    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage"])
+    for uri in spark.table(f"{schema}.changelog").inputFiles():
+        Path(unquote(urlparse(uri).path)).unlink()
+    spark.catalog.refreshTable(f"{schema}.changelog")
+    run_dbt(config, "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 99}"])
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2]
+    assert changelog_rows(spark, schema) == before
+    assert set(files_per_partition(spark, schema).values()) == {1}
 
 
 def test_a_run_in_which_a_data_test_failed_compacts_nothing(spark, tmp_path):
