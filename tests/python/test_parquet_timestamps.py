@@ -7,11 +7,13 @@ the second with the session's setting. What could go wrong: the setting lost (th
 second run's files INT96 again, no statistics for the run's reads of ``loaded_at`` to
 skip earlier files by), a microsecond lost in either layout, or the second run
 misreading the first's rows (its pending changes and its tested rows are found by
-``loaded_at``).
+``loaded_at``); a changelog compaction that kept the INT96 layout or lost a value
+while rewriting it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -19,7 +21,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow.parquet as pq
 
 from udfs.config import load_config
-from udfs.pipeline import run_pipeline
+from udfs.pipeline import run_dbt, run_pipeline
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SETTING = "spark.sql.parquet.outputTimestampType"
@@ -119,3 +121,25 @@ def test_timestamps_are_int64_micros_and_an_int96_warehouse_runs_on(spark, make_
         r[0] for r in spark.sql(f"select cast(unix_micros(commit_ts) as string) from {schema}.changelog").collect()
     )
     assert commits == ["1700000000000001", "1700000001999999", "1700000002000007", "1700000003123456"]
+
+    # a changelog compaction rewrites each partition holding several files as one INT64
+    # file, every value kept (to_json's default timestamp format stops at milliseconds);
+    # a partition of one file is left as it is, INT96 or not
+    micros = "map('timestampFormat', \"yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX\")"
+    every_value = f"select to_json(struct(*), {micros}) from {schema}.changelog"
+    before = sorted(r[0] for r in spark.sql(every_value).collect())
+    partitions_before = Counter(f.parent for f in _files(spark, f"{schema}.changelog"))
+    assert sorted(partitions_before.values()) == [1, 1, 2]  # the second run's key 2 shares key 2's partition
+    run_dbt(config, "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    spark.catalog.refreshTable(f"{schema}.changelog")
+    after = {f.parent: f for f in _files(spark, f"{schema}.changelog")}
+    assert len(after) == len(_files(spark, f"{schema}.changelog")) == len(partitions_before)
+    for partition, n_files in partitions_before.items():
+        data = pq.ParquetFile(after[partition])
+        layout = {_timestamp_layout(data, c)[0] for c in ("loaded_at", "commit_ts")}
+        runs = set(data.read(columns=["run_id"]).column("run_id").to_pylist())
+        if n_files > 1:
+            assert layout == {"INT64"} and runs == {first.run_id, second.run_id}
+        else:
+            assert layout == ({"INT96"} if runs == {first.run_id} else {"INT64"})
+    assert sorted(r[0] for r in spark.sql(every_value).collect()) == before
