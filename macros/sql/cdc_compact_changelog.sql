@@ -32,14 +32,14 @@
             {% do return('') %}
         {% endfor %}
     {% endif %}
+    {#- by hand, a compaction staged by a run that died is applied first, whatever the
+        limit; in a run the project's on-run-start has already done so -#}
+    {% if results is none %}
+        {% do cdc_changelog_compaction_apply() %}
+    {% endif %}
     {% set limit = cdc_settings()['compact_changelog_after_files'] if after_files is none else after_files | int %}
     {% if limit < 1 %}
         {% do return('') %}
-    {% endif %}
-    {#- by hand, a compaction staged by a run that died is applied first; in a run the
-        project's on-run-start has already done so -#}
-    {% if results is none %}
-        {% do cdc_changelog_compaction_apply() %}
     {% endif %}
     {% if cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
         {% do cdc_changelog_compaction_apply() %}
