@@ -21,12 +21,10 @@
     {% if changelog is none %}
         {% do return(0) %}
     {% endif %}
-    {#- the log is looked up, not through dbt's relation cache: a compaction in this
-        invocation may have just created it -#}
-    {% if run_query('show tables in ' ~ target.schema ~ " like 'changelog_compactions'").rows | length == 0 %}
+    {% set log_relation = cdc_changelog_compactions_log(create=false) %}
+    {% if log_relation is none %}
         {% do return(0) %}
     {% endif %}
-    {% set log_relation = cdc_changelog_compactions_log() %}
     {% set pending = run_query(
         'select compaction_id, max(rows_moved), cast(max(loaded_through) as string) from ' ~ log_relation
         ~ ' group by compaction_id having max(step) = 1') %}

@@ -6,10 +6,19 @@
     `loaded_through` is the start of the run that staged it (every row it rewrote was
     loaded by then).
 
-    Returns: the log's relation.
+    Arguments:
+        create: create the log when it does not exist (default); false: return none
+            then. The log is looked up in the metastore, not in dbt's relation cache: a
+            compaction earlier in this invocation may have just created it.
+
+    Returns: the log's relation (none when it does not exist and `create` is false).
 #}
-{% macro cdc_changelog_compactions_log() %}
+{% macro cdc_changelog_compactions_log(create=true) %}
     {% set relation = api.Relation.create(schema=target.schema, identifier='changelog_compactions', type='table') %}
+    {% if not create %}
+        {% set found = run_query('show tables in ' ~ target.schema ~ " like 'changelog_compactions'") %}
+        {% do return(relation if found.rows | length > 0 else none) %}
+    {% endif %}
     {% do run_query(
         'create table if not exists ' ~ relation ~ ' (compaction_id string, step int, partitions int,'
         ~ ' files_before bigint, rows_moved bigint, loaded_through timestamp, logged_at timestamp) using parquet') %}

@@ -16,10 +16,10 @@
         {% do return(0) %}
     {% endif %}
     {% set since = none %}
-    {% if run_query('show tables in ' ~ target.schema ~ " like 'changelog_compactions'").rows | length > 0 %}
+    {% set log = cdc_changelog_compactions_log(create=false) %}
+    {% if log is not none %}
         {% set since = run_query(
-            'select cast(max(loaded_through) as string) from ' ~ cdc_changelog_compactions_log()
-            ~ ' where step = 2').rows[0][0] %}
+            'select cast(max(loaded_through) as string) from ' ~ log ~ ' where step = 2').rows[0][0] %}
     {% endif %}
     {% set files = run_query(
         'select coalesce(max(files), 0) from (select count(distinct _metadata.file_path) as files'
