@@ -86,6 +86,7 @@ def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: str | None = None) -> int:
     """Start the session and the Thrift server; block until SIGINT or SIGTERM."""
+    from udfs.pipeline import remove_orphan_table_dirs
     from udfs.session import build_session
 
     check_bind(config, host)
@@ -99,6 +100,10 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
                 "spark.hadoop.hive.server2.thrift.port": str(port),
             },
         )
+        # as `cdc run` does before dbt: runs through this server (plain dbt, `cdc run`)
+        # would find a table's folder left by a killed run in the way of its creation
+        for folder in remove_orphan_table_dirs(spark, config):
+            print(f"cdc serve: removed {folder}, a table folder no table owns (left by a killed run)", flush=True)
         publish_settings(spark, config)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -140,8 +140,14 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    """A ``cdc serve`` on a free port over a fresh copy of the example (nothing run yet)."""
+    """A ``cdc serve`` on a free port over a fresh copy of the example (nothing run yet),
+    whose warehouse holds a changelog folder that no table owns: what a run killed while
+    it created the changelog leaves, and what would make the first run fail
+    (LOCATION_ALREADY_EXISTS) if the server did not remove it."""
     work = example_copy(tmp_path_factory.mktemp("served"), "shop")
+    orphan = work / ".cdc" / "spark-warehouse" / "cdc.db" / "changelog"
+    orphan.mkdir(parents=True)
+    (orphan / "part-00000-killed.c000.snappy.parquet").write_bytes(b"PAR1 cut short")
     port = free_port()
     log = (work / "serve.log").open("w")
     proc = subprocess.Popen(
@@ -168,6 +174,8 @@ def test_dbt_over_thrift_equals_embedded_run_for_pyhive_and_beeline(server, embe
     work, port, _ = server
     out = (work / "serve.log").read_text()
     assert f"jdbc:hive2://127.0.0.1:{port}/cdc" in out and "beeline -u" in out
+    orphan = work / ".cdc" / "spark-warehouse" / "cdc.db" / "changelog"
+    assert f"cdc serve: removed {orphan}, a table folder no table owns" in out
 
     # a plain `dbt run --target thrift` from another process: settings come from the server
     p = subprocess.run(
