@@ -132,10 +132,16 @@ def run_dbt(
         "CDC_SCHEMA": config.schema,
         "DBT_SEND_ANONYMOUS_USAGE_STATS": os.environ.get("DBT_SEND_ANONYMOUS_USAGE_STATS", "false"),
     }
+    errors: list[str] = []  # dbt's error-level log lines: an operation's error is only logged
+
+    def keep_errors(event: Any) -> None:
+        if event.info.level == "error":
+            errors.append(event.info.msg)
+
     with _environ(env):
-        result = dbtRunner(callbacks=_fault_injection_callbacks()).invoke(args)
+        result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks()]).invoke(args)
     if not result.success:
-        raise PipelineError(_failure_message(result))
+        raise PipelineError(_failure_message(result, command, errors))
     return result
 
 
@@ -171,15 +177,19 @@ def _fault_injection_callbacks() -> list[Any]:
     return [kill_after]
 
 
-def _failure_message(result: Any) -> str:
+def _failure_message(result: Any, command: str, errors: list[str]) -> str:
+    """The failed nodes, each with its message; an operation (``run-operation``), whose
+    result has no node and no message, with the error dbt logged (``errors``)."""
     if result.exception is not None:
         return f"dbt failed: {result.exception}"
     lines = []
     for r in getattr(result.result, "results", None) or []:
         status = str(getattr(r, "status", ""))
         if status.lower() in ("error", "fail"):
-            lines.append(f"{r.node.unique_id}: {status}: {(r.message or '').strip()[:2000]}")
-    return "dbt build failed:\n" + ("\n".join(lines) or "see the dbt log")
+            unique_id = r.node.unique_id if hasattr(r, "node") else getattr(r, "unique_id", "")
+            message = (r.message or "").strip() or "\n".join(errors).strip()
+            lines.append(f"{unique_id}: {status}: {message[:2000]}")
+    return f"dbt {command} failed:\n" + ("\n".join(lines) or "see the dbt log")
 
 
 def run_pipeline(

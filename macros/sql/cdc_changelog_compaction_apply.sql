@@ -34,7 +34,12 @@
     {% set compaction_id = pending.rows[0][0] %}
     {% set staged_rows = pending.rows[0][1] %}
     {% set loaded_through = pending.rows[0][2] %}
-    {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
+    {% set staging = cdc_changelog_compaction_staging(changelog, compaction_id) %}
+    {% set existing = cdc_changelog_compaction_staging_tables() %}
+    {% if staging.identifier not in existing and 'changelog__compaction' in existing %}
+        {#- staged by a version before per-compaction names, and not applied then -#}
+        {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
+    {% endif %}
 
     {% set partitions = run_query(
         'select table_id, bucket, count(*) from ' ~ staging ~ ' group by table_id, bucket') %}

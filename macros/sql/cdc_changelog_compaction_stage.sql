@@ -1,7 +1,8 @@
 {#
     The first step of a changelog compaction: copy the rows of every changelog
-    partition (`table_id`, `bucket`) that holds more than one file into the staging
-    table `changelog__compaction` (created like the changelog), check that every row
+    partition (`table_id`, `bucket`) that holds more than one file into the
+    compaction's staging table (`cdc_changelog_compaction_staging`, created like the
+    changelog), check that every row
     was copied, and log the step (step 1) in `changelog_compactions`, with the run's
     start as `loaded_through`: every row of the changelog was loaded by then, so after
     the compaction the files a partition holds are at most one from before it and
@@ -10,7 +11,9 @@
     from the staging table, and does so again after a crash (the next run's
     `on-run-start`): the staged rows are the partitions' whole content, so the rewrite
     may be repeated. Before the log row nothing of the changelog has changed: a
-    crash only leaves a staging table, which the next compaction drops.
+    crash only leaves a staging table, which the next compaction drops (a compaction
+    staged and logged is applied before any other is staged: by the run's
+    `on-run-start`, or first by `cdc_compact_changelog` when called by hand).
 
     Returns: the number of partitions staged (0: nothing to compact, nothing logged).
 #}
@@ -20,7 +23,7 @@
     {% if changelog is none %}
         {% do return(0) %}
     {% endif %}
-    {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
+    {% set staging = cdc_changelog_compaction_staging(changelog, invocation_id) %}
     {% set log = cdc_changelog_compactions_log() %}
 
     {% set crowded = run_query(
@@ -35,7 +38,9 @@
     {% set expected_rows = crowded.columns[3].values() | sum %}
     {% set predicate = cdc_partitions_predicate(crowded.rows) %}
 
-    {% do run_query('drop table if exists ' ~ staging) %}
+    {% for leftover in cdc_changelog_compaction_staging_tables() %}
+        {% do run_query('drop table if exists ' ~ changelog.incorporate(path={'identifier': leftover})) %}
+    {% endfor %}
     {% do run_query('create table ' ~ staging ~ ' like ' ~ changelog) %}
     {% do run_query('insert into ' ~ staging ~ ' select * from ' ~ changelog ~ ' where ' ~ predicate) %}
     {% set staged_rows = run_query('select count(*) from ' ~ staging).rows[0][0] %}

@@ -17,6 +17,7 @@ Every warehouse here lands the same four batches; the reference compacts nothing
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -36,6 +37,7 @@ BATCHES = {
     3: [("u", i) for i in range(3)] + [("c", i) for i in range(12, 16)] + [("c", 6)],
     4: [("u", 1), ("d", 12), ("u", 6), ("c", 7)],
     5: [("u", 2), ("u", 13)],
+    6: [("u", 3), ("u", 14), ("u", 4), ("u", 15)],
 }
 #: the batches of the reference warehouse
 REFERENCE_BATCHES = (1, 2, 3, 4)
@@ -127,6 +129,15 @@ def compactions(spark, schema: str) -> list[tuple]:
     ]
 
 
+def staging_tables(spark, schema: str) -> list[str]:
+    return sorted(r.tableName for r in spark.sql(f"show tables in {schema} like 'changelog__compaction*'").collect())
+
+
+def table_folder(spark, table: str) -> Path:
+    location = spark.sql(f"describe table extended {table}").where("col_name = 'Location'").first().data_type
+    return Path(unquote(urlparse(location).path))
+
+
 def latest_run_id(spark, schema: str) -> str:
     table = f"{schema}.changelog"
     return spark.sql(f"select max(run_id) from {table} where loaded_at = (select max(loaded_at) from {table})").first()[
@@ -166,7 +177,7 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     log = compactions(spark, schema)
     assert [step for _, step, _, _ in log] == [1, 2] and log[0][0] == log[1][0]
     assert log[0][2] == BUCKETS and log[0][3] == len(before) + len(BATCHES[3])
-    assert not spark.catalog.tableExists(f"{schema}.changelog__compaction")
+    assert staging_tables(spark, schema) == []
     third_run = latest_run_id(spark, schema)
     after = changelog_rows(spark, schema)
     assert [r for r in after if third_run not in r] == before
@@ -216,23 +227,60 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
 
     land_and_run(spark, path, 4)  # its on-run-start rewrites the partitions first
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2]
-    assert not spark.catalog.tableExists(f"{schema}.changelog__compaction")
+    assert staging_tables(spark, schema) == []
     fourth_run = latest_run_id(spark, schema)
     assert [r for r in changelog_rows(spark, schema) if fourth_run not in r] == before
     assert rows(spark, STATE.format(s=schema)) == reference["state"]
     assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
 
-    # cut short again; by hand (no on-run-start), the compaction macro finishes the
-    # staged one first, whatever its limit (here the setting's, 0: never compact)
+    # cut short again, staged by an older version (one staging table for every
+    # compaction: changelog__compaction); by hand (no on-run-start), the compaction
+    # macro finishes the staged one first, whatever its limit (here the setting's, 0:
+    # never compact)
     before = changelog_rows(spark, schema)
     run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage"])
+    [staged] = staging_tables(spark, schema)
+    assert staged == "changelog__compaction_" + compactions(spark, schema)[-1][0].replace("-", "")
+    spark.sql(f"alter table {schema}.{staged} rename to {schema}.changelog__compaction")
+    legacy_folder = table_folder(spark, f"{schema}.changelog__compaction")
     for uri in spark.table(f"{schema}.changelog").inputFiles():
         Path(unquote(urlparse(uri).path)).unlink()
     spark.catalog.refreshTable(f"{schema}.changelog")
+    kept = tmp_path / "kept-staging-folder"  # outside the warehouse, which `cdc run` cleans
+    shutil.copytree(legacy_folder, kept)
+    # a staging table short of a file is refused (the changelog is not rewritten from
+    # it), and the compaction is finished once the file is back
+    lost = Path(unquote(urlparse(spark.table(f"{schema}.changelog__compaction").inputFiles()[0]).path))
+    lost.unlink()
+    spark.catalog.refreshTable(f"{schema}.changelog__compaction")
+    with pytest.raises(
+        PipelineError,
+        match=r"(?s)run-operation failed:\nmacro.cdc.cdc_compact_changelog: error: .*holds \d+ rows, \d+ were",
+    ):
+        run_dbt(config, "run-operation", extra=["cdc_compact_changelog"])
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1]
+    shutil.copy2(kept / lost.relative_to(legacy_folder), lost)
+    spark.catalog.refreshTable(f"{schema}.changelog__compaction")
     run_dbt(config, "run-operation", extra=["cdc_compact_changelog"])
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2]
     assert changelog_rows(spark, schema) == before
     assert set(files_per_partition(spark, schema).values()) == {1}
+    assert staging_tables(spark, schema) == [] and not legacy_folder.exists()
+
+    # what a kill inside that `drop table` leaves: the metastore's entry gone, the
+    # folder kept. Spark refuses a table over an existing folder (LOCATION_ALREADY_EXISTS),
+    # so the next compaction stages into a table of its own. (The folder is put back
+    # after the runs: `cdc run` removes such folders before dbt starts, as `cdc serve`
+    # does when it starts; a compaction by hand does not.)
+    land_and_run(spark, path, 5)
+    land_and_run(spark, path, 6)
+    shutil.move(kept, legacy_folder)
+    before = changelog_rows(spark, schema)
+    run_dbt(config, "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2, 1, 2]
+    assert changelog_rows(spark, schema) == before
+    assert set(files_per_partition(spark, schema).values()) == {1}
+    assert staging_tables(spark, schema) == [] and legacy_folder.is_dir()
 
 
 def test_a_run_in_which_a_data_test_failed_compacts_nothing(spark, tmp_path):
