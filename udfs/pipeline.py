@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from udfs.config import Config, load_config
 
@@ -215,7 +216,7 @@ def run_pipeline(
         from udfs.spark_udfs import register
 
         register(spark)
-    remove_orphan_table_dirs(spark, config)
+    report_orphan_table_dirs_removed(spark, config, "cdc run", sys.stderr)
     publish_settings(spark, config)
     result = run_dbt(config, "build", golden=golden, retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
@@ -251,6 +252,13 @@ def remove_orphan_table_dirs(spark: Any, config: Config) -> list[Path]:
                 shutil.rmtree(child)
                 removed.append(child)
     return removed
+
+
+def report_orphan_table_dirs_removed(spark: Any, config: Config, command: str, out: TextIO) -> None:
+    """:func:`remove_orphan_table_dirs`, naming each folder removed on ``out``: no folder
+    of the user's warehouse is deleted without a word."""
+    for folder in remove_orphan_table_dirs(spark, config):
+        print(f"{command}: removed {folder}, a table folder no table owns (left by a killed run)", file=out, flush=True)
 
 
 def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: bool = False) -> RunSummary:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
+import sys
 import threading
 import time
 from typing import Any
@@ -86,7 +87,7 @@ def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: str | None = None) -> int:
     """Start the session and the Thrift server; block until SIGINT or SIGTERM."""
-    from udfs.pipeline import remove_orphan_table_dirs
+    from udfs.pipeline import report_orphan_table_dirs_removed
     from udfs.session import build_session
 
     check_bind(config, host)
@@ -102,8 +103,7 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
         )
         # as `cdc run` does before dbt: runs through this server (plain dbt, `cdc run`)
         # would find a table's folder left by a killed run in the way of its creation
-        for folder in remove_orphan_table_dirs(spark, config):
-            print(f"cdc serve: removed {folder}, a table folder no table owns (left by a killed run)", flush=True)
+        report_orphan_table_dirs_removed(spark, config, "cdc serve", sys.stdout)
         publish_settings(spark, config)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -2,8 +2,7 @@
     The first step of a changelog compaction: copy the rows of every changelog
     partition (`table_id`, `bucket`) that holds more than one file into the
     compaction's staging table (`cdc_changelog_compaction_staging`, created like the
-    changelog), check that every row
-    was copied, and log the step (step 1) in `changelog_compactions`, with the run's
+    changelog), check that every row was copied, and log the step (step 1) in `changelog_compactions`, with the run's
     start as `loaded_through`: every row of the changelog was loaded by then, so after
     the compaction the files a partition holds are at most one from before it and
     those appended since (`cdc_changelog_files_since_compaction`).

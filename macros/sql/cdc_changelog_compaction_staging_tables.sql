@@ -1,14 +1,22 @@
 {#
     The changelog compactions' staging tables that exist in the target schema, looked
     up in the metastore (not dbt's relation cache: a compaction earlier in this
-    invocation may have created or dropped one). Their names begin with
-    `changelog__compaction`: one per compaction (`cdc_changelog_compaction_staging`),
-    or `changelog__compaction` itself, the one staging table of versions before
-    per-compaction names.
+    invocation may have created or dropped one): `changelog__compaction_` and a
+    compaction id of 32 hex digits, one per compaction
+    (`cdc_changelog_compaction_staging`), or `changelog__compaction` itself, the one
+    staging table of versions before per-compaction names. Only names of exactly that
+    form are returned: a user's own table whose name merely begins so is not one
+    (the compaction drops the tables returned).
 
     Returns: the tables' names, lower case.
 #}
 {% macro cdc_changelog_compaction_staging_tables() %}
     {% set found = run_query('show tables in ' ~ target.schema ~ " like 'changelog__compaction*'") %}
-    {% do return(found.columns['tableName'].values() | map('lower') | list) %}
+    {% set staging = [] %}
+    {% for name in found.columns['tableName'].values() | map('lower') %}
+        {% if modules.re.fullmatch('changelog__compaction(_[0-9a-f]{32})?', name) %}
+            {% do staging.append(name) %}
+        {% endif %}
+    {% endfor %}
+    {% do return(staging) %}
 {% endmacro %}

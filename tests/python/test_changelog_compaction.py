@@ -172,12 +172,17 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     assert compactions(spark, schema) == []  # at the limit, not past it
     before = changelog_rows(spark, schema)
 
+    # a user's own table whose name only begins like a staging table's: left alone
+    spark.sql(f"create table {schema}.changelog__compaction_notes (note string) using parquet")
+    spark.sql(f"insert into {schema}.changelog__compaction_notes values ('mine')")
+
     land_and_run(spark, path, 3)  # a third file in each partition: the run's end compacts
     assert set(files_per_partition(spark, schema).values()) == {1}
     log = compactions(spark, schema)
     assert [step for _, step, _, _ in log] == [1, 2] and log[0][0] == log[1][0]
     assert log[0][2] == BUCKETS and log[0][3] == len(before) + len(BATCHES[3])
-    assert staging_tables(spark, schema) == []
+    assert staging_tables(spark, schema) == ["changelog__compaction_notes"]
+    assert spark.table(f"{schema}.changelog__compaction_notes").collect() == [("mine",)]
     third_run = latest_run_id(spark, schema)
     after = changelog_rows(spark, schema)
     assert [r for r in after if third_run not in r] == before
@@ -205,7 +210,7 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
 
 
 def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_the_next_run(
-    spark, tmp_path, reference
+    spark, tmp_path, reference, capsys
 ):
     path = warehouse(tmp_path, after_files=0)  # no compaction at a run's end
     config = load_config(path)
@@ -269,10 +274,15 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
 
     # what a kill inside that `drop table` leaves: the metastore's entry gone, the
     # folder kept. Spark refuses a table over an existing folder (LOCATION_ALREADY_EXISTS),
-    # so the next compaction stages into a table of its own. (The folder is put back
-    # after the runs: `cdc run` removes such folders before dbt starts, as `cdc serve`
-    # does when it starts; a compaction by hand does not.)
+    # so the next compaction stages into a table of its own. A run removes such folders
+    # before dbt starts, naming each (as `cdc serve` does when it starts); a compaction
+    # by hand does not, so the folder is put back again after the runs.
+    shutil.copytree(kept, legacy_folder)
+    capsys.readouterr()
     land_and_run(spark, path, 5)
+    removed = f"cdc run: removed {legacy_folder}, a table folder no table owns (left by a killed run)"
+    assert removed in capsys.readouterr().err.splitlines()
+    assert not legacy_folder.exists()
     land_and_run(spark, path, 6)
     shutil.move(kept, legacy_folder)
     before = changelog_rows(spark, schema)
