@@ -2,10 +2,11 @@
     The first step of a changelog compaction: copy the rows of every changelog
     partition (`table_id`, `bucket`) that holds more than one file into the
     compaction's staging table (`cdc_changelog_compaction_staging`, created like the
-    changelog), check that every row was copied, and log the step (step 1) in `changelog_compactions`, with the run's
-    start as `loaded_through`: every row of the changelog was loaded by then, so after
-    the compaction the files a partition holds are at most one from before it and
-    those appended since (`cdc_changelog_files_since_compaction`).
+    changelog), check that every row was copied, and log the step (step 1) in
+    `changelog_compactions`, with the run's start as `loaded_through`: every row of
+    the changelog was loaded by then, so after the compaction the files a partition
+    holds are at most one from before it and those appended since
+    (`cdc_changelog_files_since_compaction`).
     From that log row on, `cdc_changelog_compaction_apply` can rewrite the partitions
     from the staging table, and does so again after a crash (the next run's
     `on-run-start`): the staged rows are the partitions' whole content, so the rewrite
