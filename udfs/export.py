@@ -82,6 +82,8 @@ def _json_line(items: Any, floats: set[str], decimals: dict[str, Decimal]) -> st
 
 def rows_as_json(spark: Any, df: Any) -> Iterator[str]:
     """Yield each row of ``df`` as one JSON line (see the module docstring)."""
+    if not df.schema.fields:  # a statement with no result (`create schema`): it has run, nothing to print
+        return
     types = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
     floats = {name for name, t in types if t in ("float", "double")}
     # name -> the quantum of its scale: Spark hands some decimals over in exponent form

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -17,6 +17,9 @@ from udfs.config import Config, load_config
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 #: the dbt commands that run nodes and take ``--threads`` (``run-operation`` does not)
 THREADED_COMMANDS = frozenset({"build", "run", "test", "seed", "compile", "snapshot"})
+
+# The run lock a `dbt run` or `dbt build` holds (macros/utils/cdc_run_lock_name.sql).
+RUN_LOCK_TABLE = "cdc_run_lock"
 
 
 class PipelineError(RuntimeError):
@@ -217,10 +220,56 @@ def run_pipeline(
 
         register(spark)
     report_orphan_table_dirs_removed(spark, config, "cdc run", sys.stderr)
+
+    def fetch(sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    # this process holds the warehouse: a run lock found now is a killed run's
+    release_run_lock(fetch, config, "cdc run", sys.stderr)
     publish_settings(spark, config)
-    result = run_dbt(config, "build", golden=golden, retry_quarantine=retry_quarantine)
+    result = _run_dbt_releasing_lock(fetch, config, retry_quarantine=retry_quarantine, golden=golden)
     run_id = _invocation_id(result)
-    return summarize(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, run_id)
+    return summarize(fetch, config, run_id)
+
+
+def release_run_lock(
+    fetch: Any, config: Config, command: str = "", out: TextIO | None = None, invocation_id: str | None = None
+) -> dict[str, str] | None:
+    """Drop the run lock (``macros/sql/cdc_acquire_run_lock.sql``) when a run holds it;
+    with ``invocation_id``, only when that invocation does. ``fetch(sql)`` runs SQL and
+    returns rows. With ``out``, the release is named there (a killed run's lock).
+
+    Returns: the released lock's properties, or None.
+    """
+    schema = "`" + config.schema.replace("`", "``") + "`"
+    in_schema = [str(r[0]).lower() for r in fetch("show schemas")]
+    if config.schema.lower() not in in_schema or not fetch(f"show tables in {schema} like '{RUN_LOCK_TABLE}'"):
+        return None
+    holder = {str(k): str(v) for k, v in fetch(f"show tblproperties {schema}.{RUN_LOCK_TABLE}")}
+    if invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id:
+        return None
+    fetch(f"drop table {schema}.{RUN_LOCK_TABLE}")
+    if out is not None:
+        print(
+            f"{command}: released the run lock of dbt {holder.get('cdc.command', '?')} "
+            f"(invocation {holder.get('cdc.invocation_id', '?')}, started {holder.get('cdc.started_at', '?')} UTC), "
+            "a run that did not finish",
+            file=out,
+            flush=True,
+        )
+    return holder
+
+
+def _run_dbt_releasing_lock(fetch: Any, config: Config, **kwargs: Any) -> Any:
+    """``run_dbt(config, "build", ...)``; when it fails, the run lock it took is released:
+    dbt skips the ``on-run-end`` that gives it back when a hook fails."""
+    try:
+        return run_dbt(config, "build", **kwargs)
+    except PipelineError:
+        # dbt's error is the one to report, not a failed release (a server that went away)
+        with suppress(Exception):
+            release_run_lock(fetch, config, invocation_id=_invocation_id(None))
+        raise
 
 
 def remove_orphan_table_dirs(spark: Any, config: Config) -> list[Path]:
@@ -267,9 +316,13 @@ def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: 
 
     os.environ["CDC_THRIFT_HOST"] = host
     os.environ["CDC_THRIFT_PORT"] = str(port)
-    result = run_dbt(config, "build", target="thrift", retry_quarantine=retry_quarantine)
+
+    def fetch(sql: str) -> list[tuple[Any, ...]]:
+        return thrift_fetch(host, port, sql)
+
+    result = _run_dbt_releasing_lock(fetch, config, target="thrift", retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
-    return summarize(lambda sql: thrift_fetch(host, port, sql), config, run_id)
+    return summarize(fetch, config, run_id)
 
 
 def _invocation_id(result: Any) -> str:

@@ -87,7 +87,7 @@ def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: str | None = None) -> int:
     """Start the session and the Thrift server; block until SIGINT or SIGTERM."""
-    from udfs.pipeline import report_orphan_table_dirs_removed
+    from udfs.pipeline import release_run_lock, report_orphan_table_dirs_removed
     from udfs.session import build_session
 
     check_bind(config, host)
@@ -104,6 +104,8 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
         # as `cdc run` does before dbt: runs through this server (plain dbt, `cdc run`)
         # would find a table's folder left by a killed run in the way of its creation
         report_orphan_table_dirs_removed(spark, config, "cdc serve", sys.stdout)
+        # no run goes through a server not yet started: a run lock found now is a killed run's
+        release_run_lock(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, "cdc serve", sys.stdout)
         publish_settings(spark, config)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -159,6 +161,6 @@ def thrift_fetch(host: str, port: int, sql: str) -> list[tuple[Any, ...]]:
     try:
         cursor = conn.cursor()
         cursor.execute(sql)
-        return list(cursor.fetchall())
+        return list(cursor.fetchall()) if cursor.description else []
     finally:
         conn.close()

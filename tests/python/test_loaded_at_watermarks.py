@@ -9,7 +9,9 @@ One warehouse, five runs over one Debezium feed, the second dying after its chan
 append (a run of the models up to ``changelog``), after a first run completed. What
 could go wrong: the interrupted run's rows appended a second time, a run behind the
 clock appending changes the merge never applies, or the check refusing a run once the
-clock is right again.
+clock is right again. Also the run lock (``macros/sql/cdc_acquire_run_lock.sql``):
+the refused run's lock must not outlive it, and a killed run's must not block the
+next ``cdc run``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from udfs.config import load_config
-from udfs.pipeline import PipelineError, run_dbt, run_pipeline
+from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_pipeline
 
 EVENT = (
     '{"before":null,"after":{"id":%d,"name":"%s"},"source":{"connector":"postgresql","db":"d","schema":"s",'
@@ -49,7 +51,14 @@ def _tables(spark, schema: str) -> dict[str, list[tuple]]:
     }
 
 
-def test_interrupted_run_is_found_and_a_run_behind_the_clock_fails_before_any_model(spark, make_config):
+def _run_lock(spark, schema: str) -> dict[str, str] | None:
+    """The run lock's properties (``macros/sql/cdc_acquire_run_lock.sql``), if a run holds it."""
+    if not spark.sql(f"show tables in {schema} like '{RUN_LOCK_TABLE}'").collect():
+        return None
+    return {r[0]: r[1] for r in spark.sql(f"show tblproperties {schema}.{RUN_LOCK_TABLE}").collect()}
+
+
+def test_interrupted_run_is_found_and_a_run_behind_the_clock_fails_before_any_model(spark, make_config, capsys):
     path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
     config = load_config(path)
     schema = config.schema
@@ -86,9 +95,23 @@ def test_interrupted_run_is_found_and_a_run_behind_the_clock_fails_before_any_mo
         run_pipeline(config, spark=spark)
     assert "Nothing was run" in str(failed.value)
     assert _tables(spark, schema) == after_b
+    # the refused run had taken the run lock (the check runs under it): dbt skips the
+    # on-run-end that gives it back, so `cdc run` released it
+    assert _run_lock(spark, schema) is None
 
-    # the clock right again: the same run goes through
+    # the clock right again: the same run goes through, after a run killed before its
+    # on-run-end left the lock (this process holds the warehouse: no run is going on)
     spark.sql(f"insert overwrite table {schema}.merge_log select * from {schema}.merge_log_saved")
+    spark.sql(
+        f"create table {schema}.{RUN_LOCK_TABLE} (held boolean) using parquet tblproperties ("
+        "'cdc.invocation_id' = 'a-killed-run', 'cdc.command' = 'build', 'cdc.started_at' = '2026-12-01 23:59:59')"
+    )
+    capsys.readouterr()
     summary = run_pipeline(config, spark=spark)
+    assert (
+        "cdc run: released the run lock of dbt build (invocation a-killed-run, started 2026-12-01 23:59:59 UTC), "
+        "a run that did not finish"
+    ) in capsys.readouterr().err
+    assert _run_lock(spark, schema) is None
     assert summary.changes == 1
     assert _tables(spark, schema)["state"] == [("1", "one"), ("2", "zwei ✓"), ("3", "three"), ("4", "four")]

@@ -143,8 +143,17 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     """A ``cdc serve`` on a free port over a fresh copy of the example (nothing run yet),
     whose warehouse holds a changelog folder that no table owns: what a run killed while
     it created the changelog leaves, and what would make the first run fail
-    (LOCATION_ALREADY_EXISTS) if the server did not remove it."""
+    (LOCATION_ALREADY_EXISTS) if the server did not remove it. It also holds the run
+    lock of a run killed before its end (``macros/sql/cdc_acquire_run_lock.sql``), which
+    would refuse every run if the server did not release it."""
     work = example_copy(tmp_path_factory.mktemp("served"), "shop")
+    killed_runs_lock = (
+        "create table cdc.cdc_run_lock (held boolean) using parquet tblproperties ("
+        "'cdc.invocation_id' = 'a-killed-run', 'cdc.command' = 'run', 'cdc.started_at' = '2026-12-01 23:59:59')"
+    )
+    p = cdc(["sql", "create schema cdc", killed_runs_lock], work, timeout=300)
+    # statements with no result print only their numbers
+    assert (p.returncode, p.stdout) == (0, "-- 1\n-- 2\n"), p.stderr[-3000:]
     orphan = work / ".cdc" / "spark-warehouse" / "cdc.db" / "changelog"
     orphan.mkdir(parents=True)
     (orphan / "part-00000-killed.c000.snappy.parquet").write_bytes(b"PAR1 cut short")
@@ -176,6 +185,10 @@ def test_dbt_over_thrift_equals_embedded_run_for_pyhive_and_beeline(server, embe
     assert f"jdbc:hive2://127.0.0.1:{port}/cdc" in out and "beeline -u" in out
     orphan = work / ".cdc" / "spark-warehouse" / "cdc.db" / "changelog"
     assert f"cdc serve: removed {orphan}, a table folder no table owns" in out
+    assert (
+        "cdc serve: released the run lock of dbt run (invocation a-killed-run, started 2026-12-01 23:59:59 UTC), "
+        "a run that did not finish"
+    ) in out
 
     # a plain `dbt run --target thrift` from another process: settings come from the server
     p = subprocess.run(
@@ -230,19 +243,70 @@ def pyhive_rows_any(port: int, sql: str) -> list[dict]:
         conn.close()
 
 
+def run_lock(port: int) -> dict[str, str] | None:
+    """The run lock's properties (``macros/sql/cdc_acquire_run_lock.sql``), if a run holds it."""
+    if not pyhive_rows_any(port, "show tables in cdc like 'cdc_run_lock'"):
+        return None
+    return {r["key"]: r["value"] for r in pyhive_rows_any(port, "show tblproperties cdc.cdc_run_lock")}
+
+
 def test_cdc_run_goes_through_the_running_server(server):
+    from pyhive.exc import OperationalError
+
     work, port, _ = server
     (work / "landing" / "shop_pg" / "customers-0003.jsonl").write_text(NEW_EVENT)
     # an analyst's setting in the shared session, which the merge models change while they build
     assert pyhive_rows_any(port, f"set {DPP} = false")
-    p = cdc(["run"], work)
+    # (its output to files: a pipe not read while polling could fill and stall it)
+    with (work / "run.out").open("w") as out, (work / "run.err").open("w") as err:
+        run = subprocess.Popen(CDC + ["run"], cwd=work, env=ENV, stdout=out, stderr=err)
+        # while it runs, the run holds the run lock, which every client of the server sees
+        holders = []
+        while run.poll() is None:
+            try:
+                holder = run_lock(port)
+            except OperationalError:  # dropped at the run's end, between the two queries
+                holder = None
+            if holder is not None and holder not in holders:
+                holders.append(holder)
+            time.sleep(0.5)
+    p = subprocess.CompletedProcess(
+        run.args, run.returncode, (work / "run.out").read_text(), (work / "run.err").read_text()
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "running through it" in p.stderr
+    run_ids = pyhive_rows_any(port, "select run_id from cdc.audit_files where source_file like '%customers-0003.jsonl'")
+    assert [(h["cdc.invocation_id"], h["cdc.command"], h["cdc.target"]) for h in holders] == [
+        (run_ids[0]["run_id"], "build", "thrift")
+    ]
+    assert run_lock(port) is None  # given back at the run's end
     assert pyhive_rows_any(port, f"set {DPP}") == [{"key": DPP, "value": "false"}]
     pyhive_rows_any(port, f"set {DPP} = true")
     assert "files 1, records 1, changes 1, quarantined 0" in p.stdout
     ids = [r["id"] for r in pyhive_rows(port)]
     assert "7" in ids
+
+    # another run holding the lock (an analyst's `dbt build --target thrift`): a run
+    # through the server is refused before any model, and leaves that run's lock alone
+    other = (
+        "'cdc.invocation_id' = 'an-analysts-run', 'cdc.command' = 'build', "
+        "'cdc.started_at' = '2026-12-02 05:00:00', 'cdc.target' = 'thrift'"
+    )
+    pyhive_rows_any(port, f"create table cdc.cdc_run_lock (held boolean) using parquet tblproperties ({other})")
+    (work / "landing" / "shop_pg" / "customers-0004.jsonl").write_text(NEW_EVENT.replace('"id":7', '"id":8'))
+    refused = cdc(["run"], work)
+    assert refused.returncode != 0
+    assert (
+        "another run holds the warehouse (the run lock `cdc`.cdc_run_lock): dbt build, "
+        "invocation an-analysts-run, target thrift, started 2026-12-02 05:00:00 UTC." in refused.stderr
+    ), refused.stderr[-3000:]
+    assert "Nothing was run" in refused.stderr
+    assert run_lock(port)["cdc.invocation_id"] == "an-analysts-run"
+    assert [r["id"] for r in pyhive_rows(port)] == ids
+    assert not pyhive_rows_any(port, "select * from cdc.audit_files where source_file like '%customers-0004.jsonl'")
+    # that run gone (killed, say), its lock dropped by hand as the message says
+    pyhive_rows_any(port, "drop table cdc.cdc_run_lock")
+    (work / "landing" / "shop_pg" / "customers-0004.jsonl").unlink()
 
 
 def _served_marts(work: Path, port: int) -> list[str]:

@@ -1,0 +1,17 @@
+{#
+    Give back the run lock this run took (`cdc_acquire_run_lock`). Called last in
+    `on-run-end`, which dbt runs after failed models too. A lock another run holds
+    (this run was refused it) is left alone.
+
+    Returns: '' (a hook; the statements run here).
+#}
+{% macro cdc_release_run_lock() %}
+    {% if not execute or flags.WHICH not in ('run', 'build') %}
+        {% do return('') %}
+    {% endif %}
+    {% set holder = cdc_run_lock_holder() %}
+    {% if holder is not none and holder.get('cdc.invocation_id') == invocation_id %}
+        {% do run_query('drop table ' ~ cdc_quote_identifier(target.schema) ~ '.' ~ cdc_run_lock_name()) %}
+    {% endif %}
+    {% do return('') %}
+{% endmacro %}
