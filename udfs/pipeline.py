@@ -106,10 +106,12 @@ def run_dbt(
     golden: bool = False,
     target: str = "session",
     retry_quarantine: bool = False,
+    callbacks: list[Any] | None = None,
 ) -> Any:
     """Invoke dbt in this process; raise :class:`PipelineError` on failure. The
     environment dbt reads (``CDC_SCHEMA`` for the profiles) is set for the call only:
-    the caller's process gets its environment back."""
+    the caller's process gets its environment back. ``callbacks`` receive each of dbt's
+    events (``dbtRunner``'s callbacks), whatever their log level."""
     from dbt.cli.main import dbtRunner
 
     dbt_dir = config.warehouse / "dbt"
@@ -143,7 +145,7 @@ def run_dbt(
             errors.append(event.info.msg)
 
     with _environ(env):
-        result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks()]).invoke(args)
+        result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks(), *(callbacks or [])]).invoke(args)
     if not result.success:
         raise PipelineError(_failure_message(result, command, errors))
     return result
@@ -241,14 +243,10 @@ def release_run_lock(
 
     Returns: the released lock's properties, or None.
     """
-    schema = "`" + config.schema.replace("`", "``") + "`"
-    in_schema = [str(r[0]).lower() for r in fetch("show schemas")]
-    if config.schema.lower() not in in_schema or not fetch(f"show tables in {schema} like '{RUN_LOCK_TABLE}'"):
+    holder = run_lock_holder(fetch, config.schema)
+    if holder is None or (invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id):
         return None
-    holder = {str(k): str(v) for k, v in fetch(f"show tblproperties {schema}.{RUN_LOCK_TABLE}")}
-    if invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id:
-        return None
-    fetch(f"drop table {schema}.{RUN_LOCK_TABLE}")
+    fetch(f"drop table {_quoted(config.schema)}.{RUN_LOCK_TABLE}")
     if out is not None:
         print(
             f"{command}: released the run lock of dbt {holder.get('cdc.command', '?')} "
@@ -258,6 +256,20 @@ def release_run_lock(
             flush=True,
         )
     return holder
+
+
+def run_lock_holder(fetch: Any, schema: str) -> dict[str, str] | None:
+    """The properties of the run lock in ``schema`` (``cdc.invocation_id``,
+    ``cdc.command``, ``cdc.started_at``, ``cdc.target``: who holds it), or None when no
+    run holds it. ``fetch(sql)`` runs SQL and returns rows."""
+    in_schema = [str(r[0]).lower() for r in fetch("show schemas")]
+    if schema.lower() not in in_schema or not fetch(f"show tables in {_quoted(schema)} like '{RUN_LOCK_TABLE}'"):
+        return None
+    return {str(k): str(v) for k, v in fetch(f"show tblproperties {_quoted(schema)}.{RUN_LOCK_TABLE}")}
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _run_dbt_releasing_lock(fetch: Any, config: Config, **kwargs: Any) -> Any:

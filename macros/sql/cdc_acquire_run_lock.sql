@@ -14,17 +14,31 @@
     Its properties name the holder (`cdc_run_lock_holder`). A run killed before its
     `on-run-end` leaves the lock: `cdc run` and `cdc serve` release it when they start
     (each then holds the warehouse alone), and `cdc run` releases its own when dbt
-    fails; a plain dbt run's is dropped by hand, as the error says.
+    fails. An error the project raises while the lock is held gives it back first
+    (`cdc_raise_releasing_run_lock`); a plain dbt run killed, or failing on Spark's
+    own error in a hook, leaves it, to be dropped by hand as the error says.
 
     Other commands (`dbt test`, `dbt seed`, `dbt compile`) write no state and take no
-    lock. Returns: '' (a hook; the statements run here).
+    lock. A macro that writes when run by hand (`dbt run-operation
+    cdc_compact_changelog`) takes it itself, naming itself.
+
+    Arguments:
+        command: what takes the lock, as the holder names it; default the dbt command
+            of this run or build (the hook). Another command takes the lock only when
+            named, e.g. 'run-operation cdc_compact_changelog'.
+
+    Returns: '' (a hook; the statements run here).
 #}
-{% macro cdc_acquire_run_lock() %}
-    {% if not execute or flags.WHICH not in ('run', 'build') %}
+{% macro cdc_acquire_run_lock(command=none) %}
+    {% if not execute or (command is none and flags.WHICH not in ('run', 'build')) %}
         {% do return('') %}
     {% endif %}
     {% set lock = cdc_quote_identifier(target.schema) ~ '.' ~ cdc_run_lock_name() %}
     {% set holder = cdc_run_lock_holder() %}
+    {% if holder is not none and holder.get('cdc.invocation_id') == invocation_id %}
+        {#- taken already by this invocation (a run whose own hook calls the macro) -#}
+        {% do return('') %}
+    {% endif %}
     {% if holder is not none %}
         {% do exceptions.raise_compiler_error(
             'another run holds the warehouse (the run lock ' ~ lock ~ '): dbt '
@@ -38,7 +52,7 @@
     {% endif %}
     {% set properties = {
         'cdc.invocation_id': invocation_id,
-        'cdc.command': flags.WHICH,
+        'cdc.command': flags.WHICH if command is none else command,
         'cdc.started_at': run_started_at.strftime('%Y-%m-%d %H:%M:%S'),
         'cdc.target': target.name,
     } %}

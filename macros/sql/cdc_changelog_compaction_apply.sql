@@ -44,7 +44,7 @@
     {% set partitions = run_query(
         'select table_id, bucket, count(*) from ' ~ staging ~ ' group by table_id, bucket') %}
     {% if partitions.columns[2].values() | sum != staged_rows %}
-        {% do exceptions.raise_compiler_error(
+        {% do cdc_raise_releasing_run_lock(
             'changelog compaction ' ~ compaction_id ~ ': the staging table ' ~ staging ~ ' holds '
             ~ partitions.columns[2].values() | sum ~ ' rows, ' ~ staged_rows ~ ' were staged') %}
     {% endif %}
@@ -59,7 +59,7 @@
     {% set rewritten = run_query(
         'select count(*) from ' ~ changelog ~ ' where ' ~ cdc_partitions_predicate(partitions.rows)).rows[0][0] %}
     {% if rewritten != staged_rows %}
-        {% do exceptions.raise_compiler_error(
+        {% do cdc_raise_releasing_run_lock(
             'changelog compaction ' ~ compaction_id ~ ': the rewritten partitions hold ' ~ rewritten
             ~ ' rows, ' ~ staged_rows ~ ' were staged; the staging table ' ~ staging ~ ' is kept') %}
     {% endif %}

@@ -45,7 +45,7 @@
     {% do run_query('insert into ' ~ staging ~ ' select * from ' ~ changelog ~ ' where ' ~ predicate) %}
     {% set staged_rows = run_query('select count(*) from ' ~ staging).rows[0][0] %}
     {% if staged_rows != expected_rows %}
-        {% do exceptions.raise_compiler_error(
+        {% do cdc_raise_releasing_run_lock(
             'changelog compaction: ' ~ staged_rows ~ ' rows staged from ' ~ crowded.rows | length
             ~ ' partitions holding ' ~ expected_rows ~ ' rows; the changelog is unchanged') %}
     {% endif %}

@@ -38,7 +38,7 @@
     {% endset %}
     {% set behind = run_query(latest_sql) %}
     {% if behind.rows | length > 0 %}
-        {% do exceptions.raise_compiler_error(
+        {% do cdc_raise_releasing_run_lock(
             'the clock is behind the warehouse: this run started at ' ~ behind.rows[0][1]
             ~ ' UTC, not after the latest run in ' ~ target.schema ~ ' (' ~ behind.rows[0][0]
             ~ ' UTC). Rows are found by the time they were loaded, so this run would stamp'

@@ -6,7 +6,9 @@
     compaction a run's reads grow with the number of runs. The project's
     `on-run-end` after a `dbt build` or `dbt run` in which nothing failed (the
     setting `compact_changelog_after_files`, 0: never), or by hand:
-    `dbt run-operation cdc_compact_changelog --args '{after_files: 1}'`.
+    `dbt run-operation cdc_compact_changelog --args '{after_files: 1}'`, which takes
+    the run lock (`cdc_acquire_run_lock`): it fails while a run goes on, and a run
+    fails while it goes on.
 
     Two steps (`cdc_changelog_compaction_stage`, then `cdc_changelog_compaction_apply`),
     logged in `changelog_compactions`, so that a crash at any point leaves the
@@ -32,17 +34,27 @@
             {% do return('') %}
         {% endfor %}
     {% endif %}
+    {#- by hand, the run lock first: a run's appends beside the rewrite of a partition
+        would be lost with its old files (in a run, the run holds the lock) -#}
+    {% set by_hand = flags.WHICH == 'run-operation' %}
+    {% if by_hand and cdc_existing_relation('changelog') is none %}
+        {#- a warehouse no run has built: nothing to compact, and no schema for the lock -#}
+        {% do return('') %}
+    {% endif %}
+    {% if by_hand %}
+        {% do cdc_acquire_run_lock('run-operation cdc_compact_changelog') %}
+    {% endif %}
     {#- by hand, a compaction staged by a run that died is applied first, whatever the
         limit; in a run the project's on-run-start has already done so -#}
     {% if results is none %}
         {% do cdc_changelog_compaction_apply() %}
     {% endif %}
     {% set limit = cdc_settings()['compact_changelog_after_files'] if after_files is none else after_files | int %}
-    {% if limit < 1 %}
-        {% do return('') %}
-    {% endif %}
-    {% if cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
+    {% if limit >= 1 and cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
         {% do cdc_changelog_compaction_apply() %}
+    {% endif %}
+    {% if by_hand %}
+        {% do cdc_release_run_lock() %}
     {% endif %}
     {% do return('') %}
 {% endmacro %}

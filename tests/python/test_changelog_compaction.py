@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from udfs.config import load_config
-from udfs.pipeline import PipelineError, run_dbt, run_pipeline
+from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_lock_holder, run_pipeline
 
 BUCKETS = 2
 
@@ -109,6 +109,11 @@ MICROS = "map('timestampFormat', \"yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX\")"
 def changelog_rows(spark, schema: str) -> list[str]:
     """Every changelog row as JSON, its timestamps to the microsecond."""
     return rows(spark, f"select to_json(struct(*), {MICROS}) as row from {schema}.changelog")
+
+
+def sql_rows(spark):
+    """``fetch(sql)`` for ``run_lock_holder``: the rows of a statement in this session."""
+    return lambda sql: spark.sql(sql).collect()
 
 
 def files_per_partition(spark, schema: str) -> Counter:
@@ -200,11 +205,36 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     assert max(files_per_partition(spark, schema).values()) == 3
     assert compactions(spark, schema) == log
 
-    # by hand, with a lower limit: the partitions holding several files become one each
+    # by hand, with a lower limit: the partitions holding several files become one each,
+    # under the run lock (a run appending beside the rewrite would lose its rows with
+    # the old files). While another run holds it, the compaction is refused.
+    by_hand = ["cdc_compact_changelog", "--args", "{after_files: 1}"]
+    config = load_config(path)
+    spark.sql(
+        f"create table {schema}.{RUN_LOCK_TABLE} (held boolean) using parquet tblproperties ("
+        "'cdc.invocation_id' = 'a-running-run', 'cdc.command' = 'build', 'cdc.started_at' = '2026-12-02 08:00:00')"
+    )
+    with pytest.raises(PipelineError, match="another run holds the warehouse .*: dbt build, invocation a-running-run"):
+        run_dbt(config, "run-operation", extra=by_hand)
+    assert compactions(spark, schema) == log and max(files_per_partition(spark, schema).values()) == 3
+    assert run_lock_holder(sql_rows(spark), schema)["cdc.invocation_id"] == "a-running-run"
+    spark.sql(f"drop table {schema}.{RUN_LOCK_TABLE}")
+
     before = changelog_rows(spark, schema)
-    run_dbt(load_config(path), "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    holders = []  # the lock's holder as each partition's rewrite starts
+
+    def read_lock_at_rewrite(event) -> None:
+        if event.info.name == "SQLQuery" and "insert overwrite table" in event.data.sql:
+            holders.append(run_lock_holder(sql_rows(spark), schema))
+
+    run_dbt(config, "run-operation", extra=by_hand, callbacks=[read_lock_at_rewrite])
     assert set(files_per_partition(spark, schema).values()) == {1}
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2]
+    compaction_id = compactions(spark, schema)[-1][0]  # the operation's invocation id
+    assert [(h["cdc.command"], h["cdc.invocation_id"]) for h in holders] == [
+        ("run-operation cdc_compact_changelog", compaction_id)
+    ]
+    assert run_lock_holder(sql_rows(spark), schema) is None  # given back
     assert changelog_rows(spark, schema) == before
     assert_files_in_load_order(spark, schema)
 
@@ -264,6 +294,7 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
     ):
         run_dbt(config, "run-operation", extra=["cdc_compact_changelog"])
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1]
+    assert run_lock_holder(sql_rows(spark), schema) is None  # the refused compaction gave the lock back
     shutil.copy2(kept / lost.relative_to(legacy_folder), lost)
     spark.catalog.refreshTable(f"{schema}.changelog__compaction")
     run_dbt(config, "run-operation", extra=["cdc_compact_changelog"])
@@ -296,6 +327,9 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
 def test_a_run_in_which_a_data_test_failed_compacts_nothing(spark, tmp_path):
     path = warehouse(tmp_path, after_files=1)
     schema = load_config(path).schema
+    # by hand before any run: nothing to compact (and no schema yet to hold the run lock)
+    run_dbt(load_config(path), "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    assert schema.lower() not in [r[0].lower() for r in spark.sql("show schemas").collect()]
     land_and_run(spark, path, 1)
     assert compactions(spark, schema) == []  # one file a partition: at the limit
     # a changelog file lost: the next run's audit balance test fails, and its end must

@@ -5,13 +5,14 @@ since the latest run that processed files began (``audit_files.processed_at``). 
 run whose clock is behind those watermarks fails before any model runs
 (``macros/sql/cdc_check_clock.sql``), the warehouse left as it was.
 
-One warehouse, five runs over one Debezium feed, the second dying after its changelog
+One warehouse, six runs over one Debezium feed, the second dying after its changelog
 append (a run of the models up to ``changelog``), after a first run completed. What
 could go wrong: the interrupted run's rows appended a second time, a run behind the
 clock appending changes the merge never applies, or the check refusing a run once the
 clock is right again. Also the run lock (``macros/sql/cdc_acquire_run_lock.sql``):
-the refused run's lock must not outlive it, and a killed run's must not block the
-next ``cdc run``.
+a refused run's lock must not outlive it, whether a plain ``dbt build`` refused by the
+clock check or a ``cdc run`` whose hook fails with Spark's own error, and a killed
+run's must not block the next ``cdc run``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from udfs.config import load_config
-from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_pipeline
+from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_lock_holder, run_pipeline
 
 EVENT = (
     '{"before":null,"after":{"id":%d,"name":"%s"},"source":{"connector":"postgresql","db":"d","schema":"s",'
@@ -53,9 +54,7 @@ def _tables(spark, schema: str) -> dict[str, list[tuple]]:
 
 def _run_lock(spark, schema: str) -> dict[str, str] | None:
     """The run lock's properties (``macros/sql/cdc_acquire_run_lock.sql``), if a run holds it."""
-    if not spark.sql(f"show tables in {schema} like '{RUN_LOCK_TABLE}'").collect():
-        return None
-    return {r[0]: r[1] for r in spark.sql(f"show tblproperties {schema}.{RUN_LOCK_TABLE}").collect()}
+    return run_lock_holder(lambda sql: spark.sql(sql).collect(), schema)
 
 
 def test_interrupted_run_is_found_and_a_run_behind_the_clock_fails_before_any_model(spark, make_config, capsys):
@@ -91,13 +90,25 @@ def test_interrupted_run_is_found_and_a_run_behind_the_clock_fails_before_any_mo
     ahead = ", ".join("merged_through + interval 1 day" if c == "merged_through" else c for c in columns)
     spark.sql(f"insert overwrite table {schema}.merge_log select {ahead} from {schema}.merge_log_saved")
     _land(config, "c.jsonl", [(4, "four", 50, 1_700_000_004_000_000, "c")])
+    # a plain dbt run, as an analyst's through the server: nothing of Python around it
     with pytest.raises(PipelineError, match="the clock is behind the warehouse: this run started at") as failed:
-        run_pipeline(config, spark=spark)
+        run_dbt(config, "build")
     assert "Nothing was run" in str(failed.value)
     assert _tables(spark, schema) == after_b
-    # the refused run had taken the run lock (the check runs under it): dbt skips the
-    # on-run-end that gives it back, so `cdc run` released it
+    # the refused run had taken the run lock (the check runs under it), and dbt skips
+    # the on-run-end that gives it back: the check gave it back before failing
     assert _run_lock(spark, schema) is None
+
+    # a hook failing with Spark's own error (a merge_log without its watermark column):
+    # `cdc run` gives back the lock its dbt took
+    spark.sql(f"alter table {schema}.merge_log rename to {schema}.merge_log_kept")
+    spark.sql(f"create view {schema}.merge_log as select 1 as unreadable")
+    with pytest.raises(PipelineError, match="merged_through"):
+        run_pipeline(config, spark=spark)
+    assert _run_lock(spark, schema) is None
+    spark.sql(f"drop view {schema}.merge_log")
+    spark.sql(f"alter table {schema}.merge_log_kept rename to {schema}.merge_log")
+    assert _tables(spark, schema) == after_b
 
     # the clock right again: the same run goes through, after a run killed before its
     # on-run-end left the lock (this process holds the warehouse: no run is going on)

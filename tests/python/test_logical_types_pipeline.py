@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from udfs.export import export_lines
+from udfs.export import export_lines, rows_as_json
 from udfs.pipeline import run_pipeline
 
 TABLE = "logical_types"
@@ -422,3 +422,13 @@ def test_export_gives_every_value_exactly(spark, pipeline) -> None:
     assert '"dec_38": "-9999999999999999999999999999.9999999999"' in lines[1]
     # the row of NULLs exports JSON null for every logical type
     assert lines[3].count("null") == len(COL_TYPES) - 1
+
+
+def test_a_statement_without_a_result_prints_nothing_and_has_run(spark) -> None:
+    """``cdc sql "create schema x"`` without a server: the statement runs and there is
+    no row to print (rendering a select list of no columns used to fail after it ran)."""
+    schema = "logical_types_statement_without_result"
+    spark.sql(f"drop schema if exists {schema} cascade")
+    assert list(rows_as_json(spark, spark.sql(f"create schema {schema}"))) == []
+    assert spark.catalog.databaseExists(schema)
+    spark.sql(f"drop schema {schema}")

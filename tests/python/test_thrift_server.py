@@ -23,10 +23,14 @@ from pathlib import Path
 
 import pytest
 
+from udfs.pipeline import run_lock_holder
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CDC = [sys.executable, "-m", "udfs.cli"]
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+#: a cdc command that runs longer is hung: the test fails rather than wait for CI's limit
+CDC_TIMEOUT_S = 600
 DPP = "spark.sql.optimizer.dynamicPartitionPruning.enabled"  # a setting the merge models change while they build
 
 #: The mart rows as exact text, the same query through every client.
@@ -80,7 +84,9 @@ def example_copy(root: Path, name: str) -> Path:
     return dest
 
 
-def cdc(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def cdc(
+    args: list[str], cwd: Path, env: dict | None = None, timeout: int = CDC_TIMEOUT_S
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         CDC + args, cwd=cwd, env={**ENV, **(env or {})}, capture_output=True, text=True, timeout=timeout
     )
@@ -245,9 +251,7 @@ def pyhive_rows_any(port: int, sql: str) -> list[dict]:
 
 def run_lock(port: int) -> dict[str, str] | None:
     """The run lock's properties (``macros/sql/cdc_acquire_run_lock.sql``), if a run holds it."""
-    if not pyhive_rows_any(port, "show tables in cdc like 'cdc_run_lock'"):
-        return None
-    return {r["key"]: r["value"] for r in pyhive_rows_any(port, "show tblproperties cdc.cdc_run_lock")}
+    return run_lock_holder(lambda sql: [tuple(r.values()) for r in pyhive_rows_any(port, sql)], "cdc")
 
 
 def test_cdc_run_goes_through_the_running_server(server):
@@ -262,7 +266,11 @@ def test_cdc_run_goes_through_the_running_server(server):
         run = subprocess.Popen(CDC + ["run"], cwd=work, env=ENV, stdout=out, stderr=err)
         # while it runs, the run holds the run lock, which every client of the server sees
         holders = []
+        deadline = time.monotonic() + CDC_TIMEOUT_S
         while run.poll() is None:
+            if time.monotonic() > deadline:  # a hung run fails the test, as the cdc helper's would
+                run.kill()
+                pytest.fail(f"cdc run through the server still running after {CDC_TIMEOUT_S} s")
             try:
                 holder = run_lock(port)
             except OperationalError:  # dropped at the run's end, between the two queries
