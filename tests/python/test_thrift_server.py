@@ -255,6 +255,7 @@ def run_lock(port: int) -> dict[str, str] | None:
 
 
 def test_cdc_run_goes_through_the_running_server(server):
+    from pyhive import hive
     from pyhive.exc import OperationalError
 
     work, port, _ = server
@@ -263,21 +264,34 @@ def test_cdc_run_goes_through_the_running_server(server):
     assert pyhive_rows_any(port, f"set {DPP} = false")
     # (its output to files: a pipe not read while polling could fill and stall it)
     with (work / "run.out").open("w") as out, (work / "run.err").open("w") as err:
+        # One session for every poll: a session opened and closed per query, beside the
+        # run's, once left the server's session close hung for good (stuck in Hive's
+        # registerAllFunctionsOnce, CI of 2026-12-02), and the test with it.
+        watcher = hive.connect(host="127.0.0.1", port=port, username="analyst")
         run = subprocess.Popen(CDC + ["run"], cwd=work, env=ENV, stdout=out, stderr=err)
-        # while it runs, the run holds the run lock, which every client of the server sees
-        holders = []
-        deadline = time.monotonic() + CDC_TIMEOUT_S
-        while run.poll() is None:
-            if time.monotonic() > deadline:  # a hung run fails the test, as the cdc helper's would
-                run.kill()
-                pytest.fail(f"cdc run through the server still running after {CDC_TIMEOUT_S} s")
-            try:
-                holder = run_lock(port)
-            except OperationalError:  # dropped at the run's end, between the two queries
-                holder = None
-            if holder is not None and holder not in holders:
-                holders.append(holder)
-            time.sleep(0.5)
+        try:
+            cursor = watcher.cursor()
+
+            def fetch(sql: str) -> list[tuple]:
+                cursor.execute(sql)
+                return cursor.fetchall() if cursor.description else []
+
+            # while it runs, the run holds the run lock, which every client of the server sees
+            holders = []
+            deadline = time.monotonic() + CDC_TIMEOUT_S
+            while run.poll() is None:
+                if time.monotonic() > deadline:  # a hung run fails the test, as the cdc helper's would
+                    run.kill()
+                    pytest.fail(f"cdc run through the server still running after {CDC_TIMEOUT_S} s")
+                try:
+                    holder = run_lock_holder(fetch, "cdc")
+                except OperationalError:  # dropped at the run's end, between two queries
+                    holder = None
+                if holder is not None and holder not in holders:
+                    holders.append(holder)
+                time.sleep(0.5)
+        finally:
+            watcher.close()
     p = subprocess.CompletedProcess(
         run.args, run.returncode, (work / "run.out").read_text(), (work / "run.err").read_text()
     )
