@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from udfs.config import Config, load_config
+from udfs.identifiers import quote_identifier
 
 #: decimal arithmetic wide enough for 38 digits (the default context has 28)
 _EXACT = Context(prec=100)
@@ -25,7 +26,7 @@ TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'"
 def _render_expr(name: str, type_name: str, *, decimals_as_text: bool = False) -> str:
     """SQL expression that renders column ``name`` of Spark SQL type ``type_name`` (its
     ``simpleString``, as ``describe`` prints it) as a JSON-safe value."""
-    q = "`" + name.replace("`", "``") + "`"
+    q = quote_identifier(name)
     t = type_name.strip().lower()
     if t.startswith("decimal"):
         # rendered in Python (see _json_line): Spark's cast to string writes scientific
@@ -124,14 +125,14 @@ def mart_query(
         derived += [
             f"{name}__text" for name, t in fields.items() if t.lower() == "binary" and f"{name}__text" in fields
         ]
-    excluded = ", ".join("`" + c.replace("`", "``") + "`" for c in derived)
+    excluded = ", ".join(quote_identifier(c) for c in derived)
     return f"select * except ({excluded}) from {q} order by _cdc_key"
 
 
 def mart_table(config: Config, table: str) -> str:
     """The quoted ``marts.view`` name of a table id."""
     view = mart_view_name(table.lower())
-    return f"`{config.marts_schema}`.`{view.replace('`', '``')}`"
+    return f"{quote_identifier(config.marts_schema)}.{quote_identifier(view)}"
 
 
 def export_lines(

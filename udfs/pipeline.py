@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from udfs.config import Config, load_config
+from udfs.identifiers import quote_identifier
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 #: the dbt commands that run nodes and take ``--threads`` (``run-operation`` does not)
@@ -246,7 +247,7 @@ def release_run_lock(
     holder = run_lock_holder(fetch, config.schema)
     if holder is None or (invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id):
         return None
-    fetch(f"drop table {_quoted(config.schema)}.{RUN_LOCK_TABLE}")
+    fetch(f"drop table {quote_identifier(config.schema)}.{RUN_LOCK_TABLE}")
     if out is not None:
         print(
             f"{command}: released the run lock of dbt {holder.get('cdc.command', '?')} "
@@ -263,13 +264,11 @@ def run_lock_holder(fetch: Any, schema: str) -> dict[str, str] | None:
     ``cdc.command``, ``cdc.started_at``, ``cdc.target``: who holds it), or None when no
     run holds it. ``fetch(sql)`` runs SQL and returns rows."""
     in_schema = [str(r[0]).lower() for r in fetch("show schemas")]
-    if schema.lower() not in in_schema or not fetch(f"show tables in {_quoted(schema)} like '{RUN_LOCK_TABLE}'"):
+    if schema.lower() not in in_schema or not fetch(
+        f"show tables in {quote_identifier(schema)} like '{RUN_LOCK_TABLE}'"
+    ):
         return None
-    return {str(k): str(v) for k, v in fetch(f"show tblproperties {_quoted(schema)}.{RUN_LOCK_TABLE}")}
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return {str(k): str(v) for k, v in fetch(f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")}
 
 
 def _run_dbt_releasing_lock(fetch: Any, config: Config, **kwargs: Any) -> Any:

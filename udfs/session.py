@@ -30,6 +30,7 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        settle_hive_function_registration(active)
         register(active)
         return active
     master = master or os.environ.get("CDC_SPARK_MASTER", "local[*]")
@@ -77,8 +78,50 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(str(package_zip(wh)))
     spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    settle_hive_function_registration(spark)
     register(spark)
     return spark
+
+
+#: Hive's flag of its one-time function registration, and the value meaning done.
+HIVE_REGISTRATION_FLAG = ("org.apache.hadoop.hive.ql.metadata.Hive", "didRegisterAllFuncs")
+HIVE_REGISTRATION_DONE = 2
+
+
+def settle_hive_function_registration(spark: Any) -> None:
+    """Mark Hive's one-time registration of permanent functions done in this JVM.
+
+    Why: the first ``Hive.get`` on a thread without a Hive object of its own registers
+    Hive's functions (``Hive.registerAllFunctionsOnce``), which loads Hive's
+    ``FunctionRegistry``; in the Hive jars pyspark ships that class cannot load (it needs
+    LLAP classes that are not there: ``NoClassDefFoundError ... LlapSigner$Signable``).
+    Hive resets its flag after an ``Exception`` but not after an ``Error``, so the flag
+    stays "pending" for good, and every later registration waits for it forever. The
+    Thrift server takes that path when it closes a session (``SessionState.close``), and
+    ``cdc serve`` then hung on a client's disconnect, and every later one; plain SQL takes
+    it too (``java_method('org.apache.hadoop.hive.ql.metadata.Hive', 'get')``).
+
+    Spark resolves functions through its own catalog and never reads Hive's registry,
+    so nothing is lost when the registration is skipped. The flag is private: it is set
+    through a method handle (py4j would hand back the field's value as a plain int).
+    """
+    jvm = spark._jvm  # noqa: SLF001
+    gateway = spark.sparkContext._gateway  # noqa: SLF001
+    class_name, field_name = HIVE_REGISTRATION_FLAG
+    field = jvm.java.lang.Class.forName(class_name).getDeclaredField(field_name)
+    field.setAccessible(True)
+    handles = jvm.java.lang.invoke.MethodHandles
+    lookup = handles.publicLookup()
+    int_type = jvm.java.lang.Integer.TYPE
+    set_value = lookup.findVirtual(
+        jvm.java.lang.Class.forName("java.util.concurrent.atomic.AtomicInteger"),
+        "set",
+        jvm.java.lang.invoke.MethodType.methodType(jvm.java.lang.Void.TYPE, int_type),
+    )
+    # set(flag, value) with the flag read by the getter: one call, in the JVM
+    args = gateway.new_array(jvm.java.lang.Object, 1)
+    args[0] = HIVE_REGISTRATION_DONE
+    handles.foldArguments(set_value, lookup.unreflectGetter(field)).invokeWithArguments(args)
 
 
 def package_zip(where: Path) -> Path:

@@ -432,3 +432,14 @@ def test_a_statement_without_a_result_prints_nothing_and_has_run(spark) -> None:
     assert list(rows_as_json(spark, spark.sql(f"create schema {schema}"))) == []
     assert spark.catalog.databaseExists(schema)
     spark.sql(f"drop schema {schema}")
+
+
+def test_column_names_with_backquotes_spaces_and_unicode_are_read_back_exactly(spark) -> None:
+    """``cdc sql`` renders each column by its quoted name (``udfs.identifiers``): a name
+    with a backquote, a space, a dot or unicode is that column, not a parse error."""
+    sql = (
+        "select 0 as `a``b`, 1 as `two words`, 2 as `x.y`, 3 as `Zoë`, timestamp'2024-01-02 03:04:05.000006' as `t``s`"
+    )
+    (line,) = rows_as_json(spark, spark.sql(sql))
+    want = {"a`b": 0, "two words": 1, "x.y": 2, "Zoë": 3, "t`s": "2024-01-02T03:04:05.000006Z"}
+    assert json.loads(line) == want
