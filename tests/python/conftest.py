@@ -78,7 +78,7 @@ LONGEST_FILES_MINUTES: dict[str, float] = {
     "test_cli_crash_idempotence.py": 26.0,
     "test_bench_smoke.py": 19.3,
     "test_key_moves.py": 15.7,
-    "test_thrift_server.py": 14.4,
+    "test_thrift_server.py": 15.5,  # 14.4 in a full run, and a compaction by hand since (67 s alone)
     "test_differential.py": 12.7,
     "test_merge_segments.py": 9.0,
     "test_changelog_compaction.py": 6.7,  # alone on a quiet machine (2026-12-01), not in a full run
