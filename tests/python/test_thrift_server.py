@@ -18,11 +18,11 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from hive_registration import HIVE_GET_SQL, outcome_within
 
 from udfs.pipeline import run_lock_holder
 
@@ -474,19 +474,6 @@ def test_through_the_server_failures_are_one_clear_line(server):
     assert not [r for r in pyhive_rows_any(port, "show tables") if r["tableName"].startswith("_cdc_rows_")]
 
 
-#: what the Thrift server runs when it closes a session (SessionState.close): Hive's
-#: one-time function registration, on a thread that has no Hive object yet
-HIVE_GET_SQL = "select java_method('org.apache.hadoop.hive.ql.metadata.Hive', 'get') as hive"
-
-
-def _session_outcome(port: int, sql: str, outcome: list[object]) -> None:
-    """One PyHive session's rows, or its error, appended to ``outcome``."""
-    try:
-        outcome.append(pyhive_rows_any(port, sql))
-    except Exception as error:  # noqa: BLE001 - the caller asserts on it
-        outcome.append(error)
-
-
 def test_sessions_reaching_hives_function_registration_never_hang_the_server(server):
     """Hive's function registration cannot succeed with pyspark's Hive jars, and a failed
     one used to leave Hive waiting for it for good (``udfs.session.
@@ -495,13 +482,10 @@ def test_sessions_reaching_hives_function_registration_never_hang_the_server(ser
     hung so). Each session here reaches it, then closes; each must return."""
     _, port, _ = server
     for attempt in range(3):
-        outcome: list[object] = []
-        client = threading.Thread(target=_session_outcome, args=(port, HIVE_GET_SQL, outcome), daemon=True)
-        client.start()
-        client.join(timeout=120)
-        assert not client.is_alive(), f"session {attempt} hung in Hive's function registration"
-        assert not isinstance(outcome[0], Exception), f"session {attempt}: {str(outcome[0])[:400]}"
-        ((row,),) = outcome
+        finished, outcome = outcome_within(lambda: pyhive_rows_any(port, HIVE_GET_SQL))
+        assert finished, f"session {attempt} hung in Hive's function registration"
+        assert not isinstance(outcome, Exception), f"session {attempt}: {str(outcome)[:400]}"
+        (row,) = outcome
         assert row["hive"].startswith("org.apache.hadoop.hive.ql.metadata.Hive@"), row
 
 
