@@ -19,8 +19,9 @@
     own error in a hook, leaves it, to be dropped by hand as the error says.
 
     Other commands (`dbt test`, `dbt seed`, `dbt compile`) write no state and take no
-    lock. A macro that writes when run by hand (`dbt run-operation
-    cdc_compact_changelog`) takes it itself, naming itself.
+    lock. A macro that writes when run by hand takes it itself, naming itself: `dbt
+    run-operation cdc_compact_changelog`, and either step of a compaction run alone
+    (`cdc_changelog_compaction_stage`, `cdc_changelog_compaction_apply`).
 
     Arguments:
         command: what takes the lock, as the holder names it; default the dbt command

@@ -21,6 +21,16 @@
     {% if changelog is none %}
         {% do return(0) %}
     {% endif %}
+    {#- run alone by hand (`dbt run-operation cdc_changelog_compaction_apply`): under
+        the run lock, as `cdc_compact_changelog` takes it, for the step only, since
+        a run's appends beside the rewrite would be lost with the partitions' old
+        files (in a run, or in that macro, the lock is held already) -#}
+    {% if flags.WHICH == 'run-operation' and not cdc_holds_run_lock() %}
+        {% do cdc_acquire_run_lock('run-operation cdc_changelog_compaction_apply') %}
+        {% set rewritten = cdc_changelog_compaction_apply() %}
+        {% do cdc_release_run_lock() %}
+        {% do return(rewritten) %}
+    {% endif %}
     {% set log_relation = cdc_changelog_compactions_log(create=false) %}
     {% if log_relation is none %}
         {% do return(0) %}

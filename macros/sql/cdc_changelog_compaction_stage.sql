@@ -23,6 +23,16 @@
     {% if changelog is none %}
         {% do return(0) %}
     {% endif %}
+    {#- run alone by hand (`dbt run-operation cdc_changelog_compaction_stage`): under
+        the run lock, as `cdc_compact_changelog` takes it, for the step only, since
+        a run's appends beside it would be missing from the staged partitions, and
+        lost when they are rewritten (in a run, or in that macro, the lock is held already) -#}
+    {% if flags.WHICH == 'run-operation' and not cdc_holds_run_lock() %}
+        {% do cdc_acquire_run_lock('run-operation cdc_changelog_compaction_stage') %}
+        {% set staged = cdc_changelog_compaction_stage() %}
+        {% do cdc_release_run_lock() %}
+        {% do return(staged) %}
+    {% endif %}
     {% set staging = cdc_changelog_compaction_staging(changelog, invocation_id) %}
     {% set log = cdc_changelog_compactions_log() %}
 

@@ -11,8 +11,7 @@
     {% if not execute or flags.WHICH not in ('run', 'build', 'run-operation') %}
         {% do return('') %}
     {% endif %}
-    {% set holder = cdc_run_lock_holder() %}
-    {% if holder is not none and holder.get('cdc.invocation_id') == invocation_id %}
+    {% if cdc_holds_run_lock() %}
         {% do run_query('drop table ' ~ cdc_quote_identifier(target.schema) ~ '.' ~ cdc_run_lock_name()) %}
     {% endif %}
     {% do return('') %}

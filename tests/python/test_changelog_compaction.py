@@ -116,6 +116,30 @@ def sql_rows(spark):
     return lambda sql: spark.sql(sql).collect()
 
 
+def hold_run_lock(spark, schema: str) -> None:
+    """The run lock as another run, still going, holds it (a dbt build through a server)."""
+    spark.sql(
+        f"create table {schema}.{RUN_LOCK_TABLE} (held boolean) using parquet tblproperties ("
+        "'cdc.invocation_id' = 'a-running-run', 'cdc.command' = 'build', 'cdc.started_at' = '2026-12-02 08:00:00')"
+    )
+
+
+#: the error of a compaction by hand refused while that run holds the lock
+REFUSED = "another run holds the warehouse .*: dbt build, invocation a-running-run"
+
+
+def lock_holders_at(spark, schema: str, statement: str) -> tuple[list, object]:
+    """The run lock's holders as each statement that holds ``statement`` starts (dbt's
+    query comment comes first), and the dbt callback that reads them."""
+    holders = []
+
+    def read_lock(event) -> None:
+        if event.info.name == "SQLQuery" and statement in event.data.sql:
+            holders.append(run_lock_holder(sql_rows(spark), schema))
+
+    return holders, read_lock
+
+
 def files_per_partition(spark, schema: str) -> Counter:
     spark.catalog.refreshTable(f"{schema}.changelog")
 
@@ -210,23 +234,15 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     # the old files). While another run holds it, the compaction is refused.
     by_hand = ["cdc_compact_changelog", "--args", "{after_files: 1}"]
     config = load_config(path)
-    spark.sql(
-        f"create table {schema}.{RUN_LOCK_TABLE} (held boolean) using parquet tblproperties ("
-        "'cdc.invocation_id' = 'a-running-run', 'cdc.command' = 'build', 'cdc.started_at' = '2026-12-02 08:00:00')"
-    )
-    with pytest.raises(PipelineError, match="another run holds the warehouse .*: dbt build, invocation a-running-run"):
+    hold_run_lock(spark, schema)
+    with pytest.raises(PipelineError, match=REFUSED):
         run_dbt(config, "run-operation", extra=by_hand)
     assert compactions(spark, schema) == log and max(files_per_partition(spark, schema).values()) == 3
     assert run_lock_holder(sql_rows(spark), schema)["cdc.invocation_id"] == "a-running-run"
     spark.sql(f"drop table {schema}.{RUN_LOCK_TABLE}")
 
     before = changelog_rows(spark, schema)
-    holders = []  # the lock's holder as each partition's rewrite starts
-
-    def read_lock_at_rewrite(event) -> None:
-        if event.info.name == "SQLQuery" and "insert overwrite table" in event.data.sql:
-            holders.append(run_lock_holder(sql_rows(spark), schema))
-
+    holders, read_lock_at_rewrite = lock_holders_at(spark, schema, "insert overwrite table")
     run_dbt(config, "run-operation", extra=by_hand, callbacks=[read_lock_at_rewrite])
     assert set(files_per_partition(spark, schema).values()) == {1}
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2]
@@ -249,16 +265,41 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
         land_and_run(spark, path, batch)
     before = changelog_rows(spark, schema)
 
-    # the first step, as a run's end takes it; then what a crash inside the second
-    # leaves: Spark deletes the old files of each partition before it moves the new one in
-    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_stage"])
-    assert [step for _, step, _, _ in compactions(spark, schema)] == [1]
+    # the first step, as a run's end takes it, run alone by hand: refused while another
+    # run holds the run lock (a run's appends beside it would be missing from the staged
+    # partitions), else under the lock for the step, and the lock given back
+    stage = ["cdc_changelog_compaction_stage"]
+    hold_run_lock(spark, schema)
+    with pytest.raises(PipelineError, match=REFUSED):
+        run_dbt(config, "run-operation", extra=stage)
+    assert compactions(spark, schema) == [] and staging_tables(spark, schema) == []
+    spark.sql(f"drop table {schema}.{RUN_LOCK_TABLE}")
+    holders, read_lock_at_staging = lock_holders_at(spark, schema, "insert into")
+    run_dbt(config, "run-operation", extra=stage, callbacks=[read_lock_at_staging])
+    [(stage_id, step, _, _)] = compactions(spark, schema)
+    assert step == 1
+    assert len(holders) == 2  # the staged rows' insert, then the log's
+    assert {(h["cdc.command"], h["cdc.invocation_id"]) for h in holders} == {
+        ("run-operation cdc_changelog_compaction_stage", stage_id)
+    }
+    assert run_lock_holder(sql_rows(spark), schema) is None
+
+    # then what a crash inside the second leaves: Spark deletes the old files of each
+    # partition before it moves the new one in
     deleted = spark.table(f"{schema}.changelog").inputFiles()
     assert len(deleted) == BUCKETS * 3
     for uri in deleted:
         Path(unquote(urlparse(uri).path)).unlink()
     spark.catalog.refreshTable(f"{schema}.changelog")
     assert spark.table(f"{schema}.changelog").count() == 0
+
+    # the second step run alone by hand is refused while another run holds the lock
+    hold_run_lock(spark, schema)
+    with pytest.raises(PipelineError, match=REFUSED):
+        run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_apply"])
+    assert [step for _, step, _, _ in compactions(spark, schema)] == [1]
+    assert spark.table(f"{schema}.changelog").count() == 0
+    spark.sql(f"drop table {schema}.{RUN_LOCK_TABLE}")
 
     land_and_run(spark, path, 4)  # its on-run-start rewrites the partitions first
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2]
@@ -317,7 +358,18 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
     land_and_run(spark, path, 6)
     shutil.move(kept, legacy_folder)
     before = changelog_rows(spark, schema)
-    run_dbt(config, "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
+    # this time its two steps run alone by hand, each under the run lock for the step
+    stage_holders, read_lock_at_staging = lock_holders_at(spark, schema, "insert into")
+    run_dbt(config, "run-operation", extra=stage, callbacks=[read_lock_at_staging])
+    apply_holders, read_lock_at_rewrite = lock_holders_at(spark, schema, "insert overwrite table")
+    run_dbt(config, "run-operation", extra=["cdc_changelog_compaction_apply"], callbacks=[read_lock_at_rewrite])
+    assert [h["cdc.command"] for h in stage_holders + apply_holders] == [
+        "run-operation cdc_changelog_compaction_stage",
+        "run-operation cdc_changelog_compaction_stage",
+        "run-operation cdc_changelog_compaction_apply",
+    ]
+    assert stage_holders[0]["cdc.invocation_id"] != apply_holders[0]["cdc.invocation_id"]
+    assert run_lock_holder(sql_rows(spark), schema) is None
     assert [step for _, step, _, _ in compactions(spark, schema)] == [1, 2, 1, 2, 1, 2]
     assert changelog_rows(spark, schema) == before
     assert set(files_per_partition(spark, schema).values()) == {1}
