@@ -264,9 +264,12 @@ def run_lock_holder(fetch: Any, schema: str) -> dict[str, str] | None:
     ``cdc.command``, ``cdc.started_at``, ``cdc.target``: who holds it), or None when no
     run holds it. ``fetch(sql)`` runs SQL and returns rows."""
     in_schema = [str(r[0]).lower() for r in fetch("show schemas")]
-    if schema.lower() not in in_schema or not fetch(
-        f"show tables in {quote_identifier(schema)} like '{RUN_LOCK_TABLE}'"
-    ):
+    if schema.lower() not in in_schema:
+        return None
+    # (namespace, tableName, isTemporary): a temporary view of that name, which `show
+    # tables` lists in every schema (an analyst's, in the server's one session), is no lock
+    found = fetch(f"show tables in {quote_identifier(schema)} like '{RUN_LOCK_TABLE}'")
+    if not [row for row in found if not row[2]]:
         return None
     return {str(k): str(v) for k, v in fetch(f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")}
 

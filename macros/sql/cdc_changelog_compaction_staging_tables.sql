@@ -11,9 +11,8 @@
     Returns: the tables' names, lower case.
 #}
 {% macro cdc_changelog_compaction_staging_tables() %}
-    {% set found = run_query('show tables in ' ~ target.schema ~ " like 'changelog__compaction*'") %}
     {% set staging = [] %}
-    {% for name in found.columns['tableName'].values() | map('lower') %}
+    {% for name in cdc_target_tables_like('changelog__compaction*') %}
         {% if modules.re.fullmatch('changelog__compaction(_[0-9a-f]{32})?', name) %}
             {% do staging.append(name) %}
         {% endif %}

@@ -16,8 +16,7 @@
 {% macro cdc_changelog_compactions_log(create=true) %}
     {% set relation = api.Relation.create(schema=target.schema, identifier='changelog_compactions', type='table') %}
     {% if not create %}
-        {% set found = run_query('show tables in ' ~ target.schema ~ " like 'changelog_compactions'") %}
-        {% do return(relation if found.rows | length > 0 else none) %}
+        {% do return(relation if cdc_target_tables_like('changelog_compactions') else none) %}
     {% endif %}
     {% do run_query(
         'create table if not exists ' ~ relation ~ ' (compaction_id string, step int, partitions int,'

@@ -205,7 +205,11 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     spark.sql(f"create table {schema}.changelog__compaction_notes (note string) using parquet")
     spark.sql(f"insert into {schema}.changelog__compaction_notes values ('mine')")
 
+    # an analyst's temporary view named like the compactions' log (`show tables` lists
+    # temporary views in every schema): not the log, which this compaction creates
+    spark.sql("create temporary view changelog_compactions as select 'not the log' as note")
     land_and_run(spark, path, 3)  # a third file in each partition: the run's end compacts
+    assert spark.catalog.dropTempView("changelog_compactions")  # left as it was
     assert set(files_per_partition(spark, schema).values()) == {1}
     log = compactions(spark, schema)
     assert [step for _, step, _, _ in log] == [1, 2] and log[0][0] == log[1][0]
@@ -218,7 +222,10 @@ def test_a_run_rewrites_each_partition_past_the_limit_as_one_file_and_keeps_ever
     assert len(after) == len(before) + len(BATCHES[3])
     assert_files_in_load_order(spark, schema)
 
+    # and one named like the run lock: no run holds the lock, so the run goes on
+    spark.sql(f"create temporary view {RUN_LOCK_TABLE} as select 'not the lock' as note")
     land_and_run(spark, path, 4)  # merged from the compacted changelog
+    assert spark.catalog.dropTempView(RUN_LOCK_TABLE)
     assert set(files_per_partition(spark, schema).values()) == {2}
     assert rows(spark, STATE.format(s=schema)) == reference["state"]
     assert rows(spark, HISTORY.format(s=schema)) == reference["history"]
