@@ -247,7 +247,13 @@ def release_run_lock(
     holder = run_lock_holder(fetch, config.schema)
     if holder is None or (invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id):
         return None
-    fetch(f"drop table {quote_identifier(config.schema)}.{RUN_LOCK_TABLE}")
+    try:
+        fetch(f"drop table {quote_identifier(config.schema)}.{RUN_LOCK_TABLE}")
+    except Exception as error:
+        # dropped since it was read (its holder ending, or another client's release)
+        if not _is_table_not_found(error):
+            raise
+        return None
     if out is not None:
         print(
             f"{command}: released the run lock of dbt {holder.get('cdc.command', '?')} "
@@ -269,9 +275,22 @@ def run_lock_holder(fetch: Any, schema: str) -> dict[str, str] | None:
     # (namespace, tableName, isTemporary): a temporary view of that name, which `show
     # tables` lists in every schema (an analyst's, in the server's one session), is no lock
     found = fetch(f"show tables in {quote_identifier(schema)} like '{RUN_LOCK_TABLE}'")
-    if not [row for row in found if not row[2]]:
+    if not any(not row[2] for row in found):
         return None
-    return {str(k): str(v) for k, v in fetch(f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")}
+    try:
+        properties = fetch(f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")
+    except Exception as error:
+        # the run that held it gave it back between the two statements: none holds it
+        if not _is_table_not_found(error):
+            raise
+        return None
+    return {str(k): str(v) for k, v in properties}
+
+
+def _is_table_not_found(error: Exception) -> bool:
+    """Whether a statement failed because its table is not there: Spark's error class,
+    which a Thrift client gets in the error's text."""
+    return "[TABLE_OR_VIEW_NOT_FOUND]" in str(error)
 
 
 def _run_dbt_releasing_lock(fetch: Any, config: Config, **kwargs: Any) -> Any:

@@ -6,9 +6,9 @@ compaction copies the partitions it takes with a filter on both. The embedded
 metastore answers a filter on an integer partition column only through its direct SQL;
 when that fails, its fallback refuses the filter, and Spark's query failed with
 ``INTERNAL_ERROR_HIVE_METASTORE_PARTITION_FILTER`` (a compaction's copy did so once, in
-a loaded run of ``test_changelog_compaction.py``). Here the direct SQL is off from the start, in a session of
-its own: the metastore's settings are read when the session starts, and the shared one
-has started already.
+a loaded run of ``test_changelog_compaction.py``). Here the direct SQL is off from the
+start, in a session of its own: the metastore's settings are read when the session
+starts, and the shared one has started already.
 """
 
 from __future__ import annotations
