@@ -247,12 +247,8 @@ def release_run_lock(
     holder = run_lock_holder(fetch, config.schema)
     if holder is None or (invocation_id is not None and holder.get("cdc.invocation_id") != invocation_id):
         return None
-    try:
-        fetch(f"drop table {quote_identifier(config.schema)}.{RUN_LOCK_TABLE}")
-    except Exception as error:
-        # dropped since it was read (its holder ending, or another client's release)
-        if not _is_table_not_found(error):
-            raise
+    # dropped since it was read (its holder ending, or another client's release): none released
+    if _fetch_unless_lock_gone(fetch, f"drop table {quote_identifier(config.schema)}.{RUN_LOCK_TABLE}") is None:
         return None
     if out is not None:
         print(
@@ -277,20 +273,23 @@ def run_lock_holder(fetch: Any, schema: str) -> dict[str, str] | None:
     found = fetch(f"show tables in {quote_identifier(schema)} like '{RUN_LOCK_TABLE}'")
     if not any(not row[2] for row in found):
         return None
-    try:
-        properties = fetch(f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")
-    except Exception as error:
-        # the run that held it gave it back between the two statements: none holds it
-        if not _is_table_not_found(error):
-            raise
+    # the run that held it gave it back between the two statements: none holds it
+    properties = _fetch_unless_lock_gone(fetch, f"show tblproperties {quote_identifier(schema)}.{RUN_LOCK_TABLE}")
+    if properties is None:
         return None
     return {str(k): str(v) for k, v in properties}
 
 
-def _is_table_not_found(error: Exception) -> bool:
-    """Whether a statement failed because its table is not there: Spark's error class,
-    which a Thrift client gets in the error's text."""
-    return "[TABLE_OR_VIEW_NOT_FOUND]" in str(error)
+def _fetch_unless_lock_gone(fetch: Any, sql: str) -> Any:
+    """``fetch(sql)`` of a statement on the run lock, or None when it failed because the
+    lock is not there (given back since it was listed): Spark's error class, which a
+    Thrift client gets in the error's text. Any other error is raised."""
+    try:
+        return fetch(sql)
+    except Exception as error:
+        if "[TABLE_OR_VIEW_NOT_FOUND]" not in str(error):
+            raise
+        return None
 
 
 def _run_dbt_releasing_lock(fetch: Any, config: Config, **kwargs: Any) -> Any:

@@ -65,11 +65,13 @@ def test_a_lock_released_first_by_another_is_not_released_again(spark, locked_sc
     assert run_lock_holder(lambda sql: spark.sql(sql).collect(), schema) is None
 
 
-def test_other_errors_of_the_read_are_raised(spark, locked_schema):
+@pytest.mark.parametrize("statement", ["show tblproperties", "drop table"])
+def test_other_errors_of_the_read_and_the_release_are_raised(spark, locked_schema, statement):
     def failing_fetch(sql: str) -> list:
-        if sql.startswith("show tblproperties"):
+        if sql.startswith(statement):
             raise RuntimeError("[INTERNAL_ERROR] the metastore went away")
         return spark.sql(sql).collect()
 
     with pytest.raises(RuntimeError, match="INTERNAL_ERROR"):
-        run_lock_holder(failing_fetch, locked_schema.schema)
+        release_run_lock(failing_fetch, locked_schema)
+    assert run_lock_holder(lambda sql: spark.sql(sql).collect(), locked_schema.schema) is not None  # still held

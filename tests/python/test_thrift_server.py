@@ -20,11 +20,12 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hive_registration import HIVE_GET_SQL, outcome_within
 
-from udfs.pipeline import run_lock_holder
+from udfs.pipeline import RUN_LOCK_TABLE, release_run_lock, run_lock_holder
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -242,7 +243,6 @@ def run_lock(port: int) -> dict[str, str] | None:
 
 def test_cdc_run_goes_through_the_running_server(server):
     from pyhive import hive
-    from pyhive.exc import OperationalError
 
     work, port, _ = server
     (work / "landing" / "shop_pg" / "customers-0003.jsonl").write_text(NEW_EVENT)
@@ -270,10 +270,8 @@ def test_cdc_run_goes_through_the_running_server(server):
                 if time.monotonic() > deadline:  # a hung run fails the test, as the cdc helper's would
                     run.kill()
                     pytest.fail(f"cdc run through the server still running after {CDC_TIMEOUT_S} s")
-                try:
-                    holder = run_lock_holder(fetch, "cdc")
-                except OperationalError:  # dropped at the run's end, between two queries
-                    holder = None
+                # (dropped at the run's end between two queries: no holder, not an error)
+                holder = run_lock_holder(fetch, "cdc")
                 if holder is not None and holder not in holders:
                     holders.append(holder)
                 time.sleep(0.5)
@@ -472,6 +470,48 @@ def test_through_the_server_failures_are_one_clear_line(server):
     # the refused USE did not change the server's session, nor did a failure leave a view behind
     assert pyhive_rows_any(port, "select current_database() as db") == [{"db": "default"}]
     assert not [r for r in pyhive_rows_any(port, "show tables") if r["tableName"].startswith("_cdc_rows_")]
+
+
+def test_a_lock_given_back_while_read_through_the_server_is_no_holder(server):
+    """test_run_lock_release_race.py through PyHive: the lock dropped after it was listed,
+    then after its properties were read. Spark's error class reaches a Thrift client in
+    the error's text (an ``OperationalError``), so the read finds no holder and the
+    release releases nothing, without an error."""
+    from pyhive import hive
+
+    _, port, _ = server
+    schema = "lock_race_thrift"
+    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
+    try:
+        cursor = conn.cursor()
+
+        def fetch_dropping_lock_after(statement: str):
+            def fetch(sql: str) -> list[tuple]:
+                cursor.execute(sql)
+                rows = cursor.fetchall() if cursor.description else []
+                if sql.startswith(statement):  # the run holding it ends
+                    cursor.execute(f"drop table if exists {schema}.{RUN_LOCK_TABLE}")
+                return rows
+
+            return fetch
+
+        def take_lock() -> None:
+            cursor.execute(
+                f"create table {schema}.{RUN_LOCK_TABLE} (held boolean) using parquet"
+                " tblproperties ('cdc.invocation_id' = 'a-finishing-run')"
+            )
+
+        cursor.execute(f"create schema {schema}")
+        take_lock()
+        assert run_lock_holder(fetch_dropping_lock_after("show tables"), schema) is None
+        take_lock()
+        assert release_run_lock(fetch_dropping_lock_after("show tblproperties"), SimpleNamespace(schema=schema)) is None
+        take_lock()  # and with the lock in place, the same read names its holder
+        holder = run_lock_holder(fetch_dropping_lock_after("no statement"), schema)
+        assert holder["cdc.invocation_id"] == "a-finishing-run", holder
+    finally:
+        cursor.execute(f"drop schema if exists {schema} cascade")
+        conn.close()
 
 
 def test_sessions_reaching_hives_function_registration_never_hang_the_server(server):
