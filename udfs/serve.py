@@ -155,12 +155,17 @@ def thrift_connect(host: str, port: int, wait_seconds: float = 0.0) -> Any:
     )
 
 
+def cursor_fetch(cursor: Any, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one statement through a DB-API cursor (PyHive's); none for a statement
+    without a result, such as ``create``."""
+    cursor.execute(sql)
+    return list(cursor.fetchall()) if cursor.description else []
+
+
 def thrift_fetch(host: str, port: int, sql: str) -> list[tuple[Any, ...]]:
-    """Rows of one query through a running Thrift server (PyHive)."""
+    """Rows of one query through a running Thrift server (PyHive), in a session of its own."""
     conn = thrift_connect(host, port)
     try:
-        cursor = conn.cursor()
-        cursor.execute(sql)
-        return list(cursor.fetchall()) if cursor.description else []
+        return cursor_fetch(conn.cursor(), sql)
     finally:
         conn.close()

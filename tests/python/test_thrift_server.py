@@ -9,6 +9,8 @@ standalone master and worker (pyspark's ``spark-class``), all on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import re
@@ -26,6 +28,7 @@ import pytest
 from hive_registration import HIVE_GET_SQL, outcome_within
 
 from udfs.pipeline import RUN_LOCK_TABLE, release_run_lock, run_lock_holder
+from udfs.serve import cursor_fetch
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -103,17 +106,19 @@ def embedded_rows(work: Path) -> list[dict]:
     return sorted((json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")), key=lambda r: r["id"])
 
 
-def pyhive_rows(port: int, sql: str = MART_SQL) -> list[dict]:
+def pyhive_rows_any(port: int, sql: str) -> list[dict]:
+    """A query's rows by column name, in a PyHive session of its own."""
     from pyhive import hive
 
-    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
-    try:
+    with contextlib.closing(hive.connect(host="127.0.0.1", port=port, username="analyst")) as conn:
         cur = conn.cursor()
         cur.execute(sql)
         names = [d[0].split(".")[-1] for d in cur.description]
-        return sorted((dict(zip(names, row, strict=True)) for row in cur.fetchall()), key=lambda r: r["id"])
-    finally:
-        conn.close()
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def pyhive_rows(port: int, sql: str = MART_SQL) -> list[dict]:
+    return sorted(pyhive_rows_any(port, sql), key=lambda r: r["id"])
 
 
 def beeline(port: int, sql: str) -> list[str]:
@@ -223,19 +228,6 @@ def test_dbt_over_thrift_equals_embedded_run_for_pyhive_and_beeline(server, embe
     assert {"changelog", "history", "state", "quarantine", "audit_files"} <= tables
 
 
-def pyhive_rows_any(port: int, sql: str) -> list[dict]:
-    from pyhive import hive
-
-    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
-    try:
-        cur = conn.cursor()
-        cur.execute(sql)
-        names = [d[0].split(".")[-1] for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-    finally:
-        conn.close()
-
-
 def run_lock(port: int) -> dict[str, str] | None:
     """The run lock's properties (``macros/sql/cdc_acquire_run_lock.sql``), if a run holds it."""
     return run_lock_holder(lambda sql: [tuple(r.values()) for r in pyhive_rows_any(port, sql)], "cdc")
@@ -257,12 +249,7 @@ def test_cdc_run_goes_through_the_running_server(server):
         watcher = hive.connect(host="127.0.0.1", port=port, username="analyst")
         run = subprocess.Popen(CDC + ["run"], cwd=work, env=ENV, stdout=out, stderr=err)
         try:
-            cursor = watcher.cursor()
-
-            def fetch(sql: str) -> list[tuple]:
-                cursor.execute(sql)
-                return cursor.fetchall() if cursor.description else []
-
+            fetch = functools.partial(cursor_fetch, watcher.cursor())
             # while it runs, the run holds the run lock, which every client of the server sees
             holders = []
             deadline = time.monotonic() + CDC_TIMEOUT_S
@@ -481,14 +468,12 @@ def test_a_lock_given_back_while_read_through_the_server_is_no_holder(server):
 
     _, port, _ = server
     schema = "lock_race_thrift"
-    conn = hive.connect(host="127.0.0.1", port=port, username="analyst")
-    try:
+    with contextlib.closing(hive.connect(host="127.0.0.1", port=port, username="analyst")) as conn:
         cursor = conn.cursor()
 
         def fetch_dropping_lock_after(statement: str):
             def fetch(sql: str) -> list[tuple]:
-                cursor.execute(sql)
-                rows = cursor.fetchall() if cursor.description else []
+                rows = cursor_fetch(cursor, sql)
                 if sql.startswith(statement):  # the run holding it ends
                     cursor.execute(f"drop table if exists {schema}.{RUN_LOCK_TABLE}")
                 return rows
@@ -502,16 +487,19 @@ def test_a_lock_given_back_while_read_through_the_server_is_no_holder(server):
             )
 
         cursor.execute(f"create schema {schema}")
-        take_lock()
-        assert run_lock_holder(fetch_dropping_lock_after("show tables"), schema) is None
-        take_lock()
-        assert release_run_lock(fetch_dropping_lock_after("show tblproperties"), SimpleNamespace(schema=schema)) is None
-        take_lock()  # and with the lock in place, the same read names its holder
-        holder = run_lock_holder(fetch_dropping_lock_after("no statement"), schema)
-        assert holder["cdc.invocation_id"] == "a-finishing-run", holder
-    finally:
-        cursor.execute(f"drop schema if exists {schema} cascade")
-        conn.close()
+        try:
+            take_lock()
+            assert run_lock_holder(fetch_dropping_lock_after("show tables"), schema) is None
+            take_lock()
+            assert (
+                release_run_lock(fetch_dropping_lock_after("show tblproperties"), SimpleNamespace(schema=schema))
+                is None
+            )
+            take_lock()  # and with the lock in place, the same read names its holder
+            holder = run_lock_holder(fetch_dropping_lock_after("no statement"), schema)
+            assert holder["cdc.invocation_id"] == "a-finishing-run", holder
+        finally:
+            cursor.execute(f"drop schema if exists {schema} cascade")
 
 
 def test_sessions_reaching_hives_function_registration_never_hang_the_server(server):
