@@ -56,23 +56,28 @@ def _interval(result: dict[str, Any]) -> tuple[float, float] | None:
 
 
 def node_times(target: Path) -> dict[str, Any]:
-    """``{"nodes": {name: seconds}, "stages": {stage: seconds}, "nodes_wall_s", "threads", ...}``
-    of the last invocation."""
+    """``{"nodes": {name: seconds}, "tests": {name: seconds}, "stages": {stage: seconds},
+    "nodes_wall_s", "threads", ...}`` of the last invocation (a test's name without the
+    hash dbt appends to some)."""
     results = json.loads((target / "run_results.json").read_text())
     manifest = json.loads((target / "manifest.json").read_text())
     fqns = {uid: node.get("fqn", []) for uid, node in manifest.get("nodes", {}).items()}
     nodes: dict[str, float] = {}
+    tests: dict[str, float] = {}
     stages = dict.fromkeys(STAGES, 0.0)
     for r in results["results"]:
         uid = r["unique_id"]
         seconds = float(r.get("execution_time") or 0.0)
         stage = _stage(uid, fqns.get(uid, []))
         stages[stage] += seconds
-        if stage != "tests":
+        if stage == "tests":
+            tests[uid.split(".")[2]] = round(seconds, 3)
+        else:
             nodes[uid.split(".")[-1]] = round(seconds, 3)
     intervals = [iv for iv in map(_interval, results["results"]) if iv is not None]
     return {
         "nodes": nodes,
+        "tests": tests,
         "stages": {k: round(v, 3) for k, v in stages.items()},
         "nodes_wall_s": round(union_seconds(intervals), 3),
         "threads": (results.get("args") or {}).get("threads"),

@@ -19,8 +19,9 @@
     own error in a hook, leaves it, to be dropped by hand as the error says.
 
     Other commands (`dbt test`, `dbt seed`, `dbt compile`) write no state and take no
-    lock. A macro that writes when run by hand takes it itself, naming itself: `dbt
-    run-operation cdc_compact_changelog`, and either step of a compaction run alone
+    lock. A macro that writes when run by hand takes it itself for its call
+    (`cdc_call_holding_run_lock`), naming itself: `dbt run-operation
+    cdc_compact_changelog`, and either step of a compaction run alone
     (`cdc_changelog_compaction_stage`, `cdc_changelog_compaction_apply`).
 
     Arguments:

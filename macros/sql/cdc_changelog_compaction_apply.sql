@@ -26,10 +26,8 @@
         a run's appends beside the rewrite would be lost with the partitions' old
         files (in a run, or in that macro, the lock is held already) -#}
     {% if flags.WHICH == 'run-operation' and not cdc_holds_run_lock() %}
-        {% do cdc_acquire_run_lock('run-operation cdc_changelog_compaction_apply') %}
-        {% set rewritten = cdc_changelog_compaction_apply() %}
-        {% do cdc_release_run_lock() %}
-        {% do return(rewritten) %}
+        {% do return(cdc_call_holding_run_lock(
+            cdc_changelog_compaction_apply, 'run-operation cdc_changelog_compaction_apply')) %}
     {% endif %}
     {% set log_relation = cdc_changelog_compactions_log(create=false) %}
     {% if log_relation is none %}

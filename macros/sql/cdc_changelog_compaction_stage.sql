@@ -28,10 +28,8 @@
         a run's appends beside it would be missing from the staged partitions, and
         lost when they are rewritten (in a run, or in that macro, the lock is held already) -#}
     {% if flags.WHICH == 'run-operation' and not cdc_holds_run_lock() %}
-        {% do cdc_acquire_run_lock('run-operation cdc_changelog_compaction_stage') %}
-        {% set staged = cdc_changelog_compaction_stage() %}
-        {% do cdc_release_run_lock() %}
-        {% do return(staged) %}
+        {% do return(cdc_call_holding_run_lock(
+            cdc_changelog_compaction_stage, 'run-operation cdc_changelog_compaction_stage')) %}
     {% endif %}
     {% set staging = cdc_changelog_compaction_staging(changelog, invocation_id) %}
     {% set log = cdc_changelog_compactions_log() %}

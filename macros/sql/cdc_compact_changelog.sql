@@ -41,8 +41,9 @@
         {#- a warehouse no run has built: nothing to compact, and no schema for the lock -#}
         {% do return('') %}
     {% endif %}
-    {% if by_hand %}
-        {% do cdc_acquire_run_lock('run-operation cdc_compact_changelog') %}
+    {% if by_hand and not cdc_holds_run_lock() %}
+        {% do return(cdc_call_holding_run_lock(
+            cdc_compact_changelog, 'run-operation cdc_compact_changelog', {'after_files': after_files})) %}
     {% endif %}
     {#- by hand, a compaction staged by a run that died is applied first, whatever the
         limit; in a run the project's on-run-start has already done so -#}
@@ -52,9 +53,6 @@
     {% set limit = cdc_settings()['compact_changelog_after_files'] if after_files is none else after_files | int %}
     {% if limit >= 1 and cdc_changelog_files_since_compaction() > limit and cdc_changelog_compaction_stage() > 0 %}
         {% do cdc_changelog_compaction_apply() %}
-    {% endif %}
-    {% if by_hand %}
-        {% do cdc_release_run_lock() %}
     {% endif %}
     {% do return('') %}
 {% endmacro %}

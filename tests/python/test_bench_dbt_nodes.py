@@ -28,8 +28,9 @@ def test_stages_are_busy_seconds_and_nodes_wall_is_their_union(tmp_path: Path) -
         _result("model.cdc.changelog", t.format(4), t.format(7)),
         _result("model.cdc.quarantine", t.format(4), t.format(6)),  # beside the changelog
         _result("test.cdc.not_null_changelog_event_id", t.format(9), t.format(10)),
+        _result("test.cdc.unique_changelog_event_id.4f3a9c21d0", t.format(9), t.format(10)),
     ]
-    for r, seconds in zip(results, (4.0, 3.0, 2.0, 1.0), strict=True):
+    for r, seconds in zip(results, (4.0, 3.0, 2.0, 1.0, 0.5), strict=True):
         r["execution_time"] = seconds
     (tmp_path / "run_results.json").write_text(
         json.dumps({"results": results, "elapsed_time": 11.0, "args": {"threads": 4}})
@@ -41,6 +42,9 @@ def test_stages_are_busy_seconds_and_nodes_wall_is_their_union(tmp_path: Path) -
     got = node_times(tmp_path)
     assert got["stages"]["read+decode (stg)"] == 4.0
     assert got["stages"]["changelog"] == 5.0  # 3 + 2 busy seconds in 3 s of wall time
-    assert got["stages"]["tests"] == 1.0
+    assert got["stages"]["tests"] == 1.5
     assert got["nodes_wall_s"] == 8.0  # 0-7 and 9-10
-    assert got["threads"] == 4 and got["n_tests"] == 1
+    assert got["threads"] == 4 and got["n_tests"] == 2
+    # tests by name, the hash dbt appends to some left out; models apart from them
+    assert got["tests"] == {"not_null_changelog_event_id": 1.0, "unique_changelog_event_id": 0.5}
+    assert set(got["nodes"]) == {"stg_landing__records", "changelog", "quarantine"}

@@ -20,10 +20,10 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 import pytest
+from table_files import TO_JSON_MICROS, files_per_changelog_partition, local_path, table_files
 
 from udfs.config import load_config
 from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_lock_holder, run_pipeline
@@ -102,13 +102,9 @@ def rows(spark, sql: str) -> list[str]:
     return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True) for r in spark.sql(sql).collect())
 
 
-#: to_json's default timestamp format stops at milliseconds
-MICROS = "map('timestampFormat', \"yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX\")"
-
-
 def changelog_rows(spark, schema: str) -> list[str]:
     """Every changelog row as JSON, its timestamps to the microsecond."""
-    return rows(spark, f"select to_json(struct(*), {MICROS}) as row from {schema}.changelog")
+    return rows(spark, f"select to_json(struct(*), {TO_JSON_MICROS}) as row from {schema}.changelog")
 
 
 def sql_rows(spark):
@@ -142,11 +138,7 @@ def lock_holders_at(spark, schema: str, statement: str) -> tuple[list, object]:
 
 def files_per_partition(spark, schema: str) -> Counter:
     spark.catalog.refreshTable(f"{schema}.changelog")
-
-    def partition(uri: str) -> str:
-        return "/".join(p for p in unquote(urlparse(uri).path).split("/") if p.startswith(("table_id=", "bucket=")))
-
-    return Counter(partition(uri) for uri in spark.table(f"{schema}.changelog").inputFiles())
+    return files_per_changelog_partition(spark, f"{schema}.changelog")
 
 
 def compactions(spark, schema: str) -> list[tuple]:
@@ -164,7 +156,7 @@ def staging_tables(spark, schema: str) -> list[str]:
 
 def table_folder(spark, table: str) -> Path:
     location = spark.sql(f"describe table extended {table}").where("col_name = 'Location'").first().data_type
-    return Path(unquote(urlparse(location).path))
+    return local_path(location)
 
 
 def latest_run_id(spark, schema: str) -> str:
@@ -175,9 +167,9 @@ def latest_run_id(spark, schema: str) -> str:
 
 
 def assert_files_in_load_order(spark, schema: str) -> None:
-    for uri in spark.table(f"{schema}.changelog").inputFiles():
-        loaded = pq.read_table(unquote(urlparse(uri).path), columns=["loaded_at"]).column("loaded_at").to_pylist()
-        assert loaded == sorted(loaded), uri
+    for file in table_files(spark, f"{schema}.changelog"):
+        loaded = pq.read_table(file, columns=["loaded_at"]).column("loaded_at").to_pylist()
+        assert loaded == sorted(loaded), file
 
 
 @pytest.fixture(scope="module")
@@ -293,10 +285,10 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
 
     # then what a crash inside the second leaves: Spark deletes the old files of each
     # partition before it moves the new one in
-    deleted = spark.table(f"{schema}.changelog").inputFiles()
+    deleted = table_files(spark, f"{schema}.changelog")
     assert len(deleted) == BUCKETS * 3
-    for uri in deleted:
-        Path(unquote(urlparse(uri).path)).unlink()
+    for file in deleted:
+        file.unlink()
     spark.catalog.refreshTable(f"{schema}.changelog")
     assert spark.table(f"{schema}.changelog").count() == 0
 
@@ -326,14 +318,14 @@ def test_a_compaction_cut_short_after_the_old_files_were_deleted_is_finished_by_
     assert staged == "changelog__compaction_" + compactions(spark, schema)[-1][0].replace("-", "")
     spark.sql(f"alter table {schema}.{staged} rename to {schema}.changelog__compaction")
     legacy_folder = table_folder(spark, f"{schema}.changelog__compaction")
-    for uri in spark.table(f"{schema}.changelog").inputFiles():
-        Path(unquote(urlparse(uri).path)).unlink()
+    for file in table_files(spark, f"{schema}.changelog"):
+        file.unlink()
     spark.catalog.refreshTable(f"{schema}.changelog")
     kept = tmp_path / "kept-staging-folder"  # outside the warehouse, which `cdc run` cleans
     shutil.copytree(legacy_folder, kept)
     # a staging table short of a file is refused (the changelog is not rewritten from
     # it), and the compaction is finished once the file is back
-    lost = Path(unquote(urlparse(spark.table(f"{schema}.changelog__compaction").inputFiles()[0]).path))
+    lost = table_files(spark, f"{schema}.changelog__compaction")[0]
     lost.unlink()
     spark.catalog.refreshTable(f"{schema}.changelog__compaction")
     with pytest.raises(
@@ -393,8 +385,7 @@ def test_a_run_in_which_a_data_test_failed_compacts_nothing(spark, tmp_path):
     assert compactions(spark, schema) == []  # one file a partition: at the limit
     # a changelog file lost: the next run's audit balance test fails, and its end must
     # not rewrite the changelog as if it were whole
-    lost = sorted(spark.table(f"{schema}.changelog").inputFiles())[0]
-    Path(unquote(urlparse(lost).path)).unlink()
+    sorted(table_files(spark, f"{schema}.changelog"))[0].unlink()
     spark.catalog.refreshTable(f"{schema}.changelog")
     with pytest.raises(PipelineError, match="assert_audit_files_balance"):
         land_and_run(spark, path, 2)

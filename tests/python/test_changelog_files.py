@@ -11,8 +11,7 @@ on the way.
 
 from __future__ import annotations
 
-from collections import Counter
-from urllib.parse import unquote, urlparse
+from table_files import files_per_changelog_partition
 
 from udfs.config import load_config
 from udfs.pipeline import run_pipeline
@@ -40,11 +39,7 @@ def test_a_run_appends_one_changelog_file_per_partition(spark, make_config):
     assert len(spark.table(f"{schema}.stg_landing__records").inputFiles()) == FILES
     assert spark.table(f"{schema}.stg_landing__records").rdd.getNumPartitions() > 1
 
-    def partition(uri: str) -> str:
-        parts = unquote(urlparse(uri).path).split("/")
-        return "/".join(p for p in parts if p.startswith(("table_id=", "bucket=")))
-
-    files = Counter(partition(uri) for uri in spark.table(f"{schema}.changelog").inputFiles())
+    files = files_per_changelog_partition(spark, f"{schema}.changelog")
     touched = {
         f"table_id={r[0]}/bucket={r[1]}"
         for r in spark.sql(f"select distinct table_id, bucket from {schema}.changelog").collect()

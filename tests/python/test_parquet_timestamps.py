@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
+from table_files import TO_JSON_MICROS, table_files
 
 from udfs.config import load_config
 from udfs.pipeline import run_dbt, run_pipeline
@@ -34,10 +34,6 @@ EVENT = (
 def _land(path: Path, events: list[tuple]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(EVENT % e for e in events) + "\n", encoding="utf-8")
-
-
-def _files(spark, table: str) -> list[Path]:
-    return [Path(unquote(urlparse(f).path)) for f in spark.table(table).inputFiles()]
 
 
 def _leaf(data: pq.ParquetFile, column: str) -> int:
@@ -82,7 +78,7 @@ def test_timestamps_are_int64_micros_and_an_int96_warehouse_runs_on(spark, make_
     )
     assert set(loaded) == {first.run_id, second.run_id} and loaded[first.run_id] < loaded[second.run_id]
     layouts = {first.run_id: set(), second.run_id: set()}
-    for file in _files(spark, f"{schema}.changelog"):
+    for file in table_files(spark, f"{schema}.changelog"):
         data = pq.ParquetFile(file)
         (run_id,) = set(data.read(columns=["run_id"]).column("run_id").to_pylist())
         layouts[run_id].add(_timestamp_layout(data, "loaded_at"))
@@ -102,7 +98,7 @@ def test_timestamps_are_int64_micros_and_an_int96_warehouse_runs_on(spark, make_
     }
 
     # the second run's merge wrote INT64 too
-    segment = [f for f in _files(spark, f"{schema}.state_segments") if f"segment={second.run_id}" in str(f)]
+    segment = [f for f in table_files(spark, f"{schema}.state_segments") if f"segment={second.run_id}" in str(f)]
     assert segment and {_timestamp_layout(pq.ParquetFile(f), "last_commit_ts")[0] for f in segment} == {"INT64"}
 
     # every value to the microsecond, from files of both layouts
@@ -125,15 +121,14 @@ def test_timestamps_are_int64_micros_and_an_int96_warehouse_runs_on(spark, make_
     # a changelog compaction rewrites each partition holding several files as one INT64
     # file, every value kept (to_json's default timestamp format stops at milliseconds);
     # a partition of one file is left as it is, INT96 or not
-    micros = "map('timestampFormat', \"yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX\")"
-    every_value = f"select to_json(struct(*), {micros}) from {schema}.changelog"
+    every_value = f"select to_json(struct(*), {TO_JSON_MICROS}) from {schema}.changelog"
     before = sorted(r[0] for r in spark.sql(every_value).collect())
-    partitions_before = Counter(f.parent for f in _files(spark, f"{schema}.changelog"))
+    partitions_before = Counter(f.parent for f in table_files(spark, f"{schema}.changelog"))
     assert sorted(partitions_before.values()) == [1, 1, 2]  # the second run's key 2 shares key 2's partition
     run_dbt(config, "run-operation", extra=["cdc_compact_changelog", "--args", "{after_files: 1}"])
     spark.catalog.refreshTable(f"{schema}.changelog")
-    after = {f.parent: f for f in _files(spark, f"{schema}.changelog")}
-    assert len(after) == len(_files(spark, f"{schema}.changelog")) == len(partitions_before)
+    after = {f.parent: f for f in table_files(spark, f"{schema}.changelog")}
+    assert len(after) == len(table_files(spark, f"{schema}.changelog")) == len(partitions_before)
     for partition, n_files in partitions_before.items():
         data = pq.ParquetFile(after[partition])
         layout = {_timestamp_layout(data, c)[0] for c in ("loaded_at", "commit_ts")}
