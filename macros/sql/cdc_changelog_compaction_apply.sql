@@ -44,9 +44,10 @@
     {% set loaded_through = pending.rows[0][2] %}
     {% set staging = cdc_changelog_compaction_staging(changelog, compaction_id) %}
     {% set existing = cdc_changelog_compaction_staging_tables() %}
-    {% if staging.identifier not in existing and 'changelog__compaction' in existing %}
+    {% set legacy_staging = cdc_changelog_compaction_staging_base_name() %}
+    {% if staging.identifier not in existing and legacy_staging in existing %}
         {#- staged by a version before per-compaction names, and not applied then -#}
-        {% set staging = changelog.incorporate(path={'identifier': 'changelog__compaction'}) %}
+        {% set staging = changelog.incorporate(path={'identifier': legacy_staging}) %}
     {% endif %}
 
     {% set partitions = run_query(

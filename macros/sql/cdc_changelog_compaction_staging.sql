@@ -13,6 +13,7 @@
     Returns: the staging table's relation.
 #}
 {% macro cdc_changelog_compaction_staging(changelog, compaction_id) %}
-    {% set identifier = 'changelog__compaction_' ~ (compaction_id | replace('-', '') | lower) %}
+    {% set identifier = cdc_changelog_compaction_staging_base_name() ~ '_'
+        ~ (compaction_id | replace('-', '') | lower) %}
     {% do return(changelog.incorporate(path={'identifier': identifier})) %}
 {% endmacro %}

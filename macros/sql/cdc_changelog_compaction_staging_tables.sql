@@ -11,9 +11,10 @@
     Returns: the tables' names, lower case.
 #}
 {% macro cdc_changelog_compaction_staging_tables() %}
+    {% set base_name = cdc_changelog_compaction_staging_base_name() %}
     {% set staging = [] %}
-    {% for name in cdc_target_tables_like('changelog__compaction*') %}
-        {% if modules.re.fullmatch('changelog__compaction(_[0-9a-f]{32})?', name) %}
+    {% for name in cdc_target_tables_like(base_name ~ '*') %}
+        {% if modules.re.fullmatch(modules.re.escape(base_name) ~ '(_[0-9a-f]{32})?', name) %}
             {% do staging.append(name) %}
         {% endif %}
     {% endfor %}
