@@ -47,6 +47,7 @@ from udfs.formats.columnar import (
     DECODE_TYPE,
     assemble,
     buffers,
+    configured_key_counts,
     decode_columnar,
     flags,
     gather,
@@ -317,13 +318,12 @@ def _fast(
         prov=prov,
         ekeypos=ekeypos,
         etext=etext,
-        nkeys=np.array([len(k) for k in tid_keys], dtype=np.int64)[inv],
+        nkeys=configured_key_counts(tid_keys, inv),
         present_before=present_before,
         present_after=present_after,
         is_ins=is_ins,
         is_upd=is_upd,
         is_del=is_del,
-        has_ek=np.zeros(n, dtype=bool),
         fb=fb,
     )
 

@@ -67,6 +67,7 @@ from udfs.formats.columnar import (
     Images,
     assemble,
     cat,
+    configured_key_counts,
     decode_columnar,
     distinct_tables,
     field_values,
@@ -431,13 +432,12 @@ def _fast(
         prov=entries["prov"],
         ekeypos=ekeypos,
         etext=entries["etext"],
-        nkeys=np.array([len(k) for k in tid_keys], dtype=np.int64)[inv],
+        nkeys=configured_key_counts(tid_keys, inv),
         present_before=present_before,
         present_after=present_after,
         is_ins=is_ins,
         is_upd=is_upd,
         is_del=is_del,
-        has_ek=np.zeros(n, dtype=bool),
         fb=fb,
     )
 

@@ -52,6 +52,7 @@ from udfs.formats.columnar import (
     Images,
     assemble,
     cat,
+    configured_key_counts,
     decode_columnar,
     distinct_tables,
     event_key_positions,
@@ -259,7 +260,7 @@ def _fast(
     has_ek = ek["has"]
     fb |= np.array([not k for k in tid_keys], dtype=bool)[inv] & ~has_ek
     ekeypos = event_key_positions(ek, p_rec, entries["lcode"], nl, ekeypos)
-    nkeys = np.where(has_ek, ek["count"], np.array([len(k) for k in tid_keys], dtype=np.int64)[inv])
+    nkeys = np.where(has_ek, ek["count"], configured_key_counts(tid_keys, inv))
     key_side = key_sides(
         erec=p_rec,
         side=p_side,

@@ -68,6 +68,7 @@ from udfs.formats.columnar import (
     SCHEMAS,
     assemble,
     cat,
+    configured_key_counts,
     decode_columnar,
     event_key_positions,
     field_values,
@@ -525,7 +526,7 @@ def _fast(
     fb |= (op_code == 3) & ~present_before & ~has_ek
     ekeypos = key_positions(tid_keys, ldict, inv[i_rec], lcode)
     ekeypos = event_key_positions(ek, i_rec, lcode, nl, ekeypos)
-    nkeys = np.where(has_ek, ek["count"], np.array([len(k) for k in tid_keys], dtype=np.int64)[inv])
+    nkeys = np.where(has_ek, ek["count"], configured_key_counts(tid_keys, inv))
     i_text = etext.take(im_t)
     key_side = key_sides(
         erec=i_rec,

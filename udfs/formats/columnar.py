@@ -753,6 +753,12 @@ def table_id_array(tids: list[str], inv: np.ndarray) -> pa.Array:
     return texts_at(tids, inv)
 
 
+def configured_key_counts(key_lists: list[list[str]], which: np.ndarray) -> np.ndarray:
+    """Each record's number of configured key columns: ``len(key_lists[which[record]])``
+    (0 when none is configured)."""
+    return np.array([len(k) for k in key_lists], dtype=np.int64)[which]
+
+
 def key_sides(
     *,
     erec: np.ndarray,
@@ -766,16 +772,19 @@ def key_sides(
     is_ins: np.ndarray,
     is_upd: np.ndarray,
     is_del: np.ndarray,
-    has_ek: np.ndarray,
     fb: np.ndarray,
+    has_ek: np.ndarray | None = None,
 ) -> np.ndarray:
     """Where each record's key is read, as ``udfs.decode.normalize`` chooses: 0 the
     before image, 1 the after image, 2 the event's own key (``has_ek``); -1 none (the
     record is flagged in ``fb``). An image holds the key when it provides all ``nkeys``
     key columns (image entries as for :func:`assemble`). An update whose before and
-    after keys differ (a delete and an insert) is flagged in ``fb`` too.
+    after keys differ (a delete and an insert) is flagged in ``fb`` too. ``has_ek``
+    left out: no record carries a key of its own (formats without a message key).
     """
     n = len(nkeys)
+    if has_ek is None:
+        has_ek = np.zeros(n, dtype=bool)
     image_id = erec * 2 + side
     is_key = prov & (ekeypos >= 0)
     kcount = np.bincount(image_id[is_key], minlength=2 * n).reshape(n, 2)

@@ -79,6 +79,7 @@ from udfs.formats.columnar import (
     assemble,
     cat,
     clear_schema_cache,
+    configured_key_counts,
     cut_known_schemas,
     decode_columnar,
     distinct_tables,
@@ -86,6 +87,7 @@ from udfs.formats.columnar import (
     event_keys,
     field_values,
     gather,
+    key_positions,
     key_sides,
     object_tokens,
     on_valid_only,
@@ -493,20 +495,12 @@ def _fast(
 
     tick("keys")
     # --- keys (from the configured key columns; the images are lower-cased)
-    keypos_tab = np.full((len(tids), nl), -1, dtype=np.int64)
-    nkeys = np.array([len(k) for k in tid_keys], dtype=np.int64)
-    for t_i, cfg_keys in enumerate(tid_keys):
-        pos_of = {k: i for i, k in enumerate(cfg_keys)}
-        for l_i, name in enumerate(ldict):
-            if name in pos_of:
-                keypos_tab[t_i, l_i] = pos_of[name]
-    etid = inv[erec]
-    ekeypos = keypos_tab[etid, lcode]
+    ekeypos = key_positions(tid_keys, ldict, inv[erec], lcode)
     # the Kafka key, when the record has one: its columns (sorted) are the key columns
     ek_ = event_keys(keys, n, fb, lenc.dictionary, _key_typer(schema_id, schemas))
     has_ek = ek_["has"]
     fb |= tid_nokey[inv] & ~has_ek
-    nkeys_rec = np.where(has_ek, ek_["count"], nkeys[inv])
+    nkeys_rec = np.where(has_ek, ek_["count"], configured_key_counts(tid_keys, inv))
     ekeypos = event_key_positions(ek_, erec, lcode, nl, ekeypos)
     key_side = key_sides(
         erec=erec,

@@ -56,6 +56,7 @@ from udfs.contract import QuarantineError
 from udfs.formats.columnar import (
     DECODE_TYPE,
     assemble,
+    configured_key_counts,
     decode_columnar,
     flags,
     gather,
@@ -492,13 +493,12 @@ def _fast(
         prov=prov,
         ekeypos=ekeypos,
         etext=etext,
-        nkeys=np.array([len(k) for k in tid_keys], dtype=np.int64)[inv],
+        nkeys=configured_key_counts(tid_keys, inv),
         present_before=present_before,
         present_after=present_after,
         is_ins=is_ins,
         is_upd=is_upd,
         is_del=is_del,
-        has_ek=np.zeros(n, dtype=bool),
         fb=fb,
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())

@@ -52,6 +52,7 @@ from udfs.formats.columnar import (
     Tokens,
     assemble,
     cat,
+    configured_key_counts,
     decode_columnar,
     flags,
     key_positions,
@@ -310,7 +311,7 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
     key_lists = tid_keys + pk_lists
     which = np.where(pk_id >= 0, len(tid_keys) + pk_id, inv)
     which = np.where((pk_id >= 0) & np.array([len(k) > 0 for k in key_lists] or [False])[which], which, inv)
-    nkeys = np.array([len(k) for k in key_lists], dtype=np.int64)[which]
+    nkeys = configured_key_counts(key_lists, which)
     fb |= nkeys == 0
     ufb |= fb[urec]
     ekeypos = key_positions(key_lists, entries["ldict"], which[urec[p_unit]], entries["lcode"])
@@ -326,7 +327,6 @@ def _fast(texts: pa.StringArray, decoder: DtsCanalJsonDecoder, tables: dict[str,
         is_ins=u_ins,
         is_upd=u_upd,
         is_del=u_del,
-        has_ek=np.zeros(nu, dtype=bool),
         fb=ufb,
     )
     # a record decodes column-wise only when all its rows do

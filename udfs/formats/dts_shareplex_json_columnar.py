@@ -43,6 +43,7 @@ from udfs.formats.columnar import (
     Images,
     assemble,
     cat,
+    configured_key_counts,
     decode_columnar,
     field_values,
     flags,
@@ -246,13 +247,12 @@ def _fast(
         prov=entries["prov"],
         ekeypos=ekeypos,
         etext=entries["etext"],
-        nkeys=np.array([len(k) for k in tid_keys], dtype=np.int64)[inv],
+        nkeys=configured_key_counts(tid_keys, inv),
         present_before=present_before,
         present_after=present_after,
         is_ins=is_ins,
         is_upd=is_upd,
         is_del=is_del,
-        has_ek=np.zeros(n, dtype=bool),
         fb=fb,
     )
     _stats["fallback_reasons_flagged"] = int(fb.sum())

@@ -59,6 +59,7 @@ from udfs.formats.columnar import (
     Images,
     assemble,
     clear_schema_cache,
+    configured_key_counts,
     decode_columnar,
     distinct_tables,
     field_values,
@@ -339,13 +340,12 @@ def _fast(
         prov=entries["prov"],
         ekeypos=ekeypos,
         etext=entries["etext"],
-        nkeys=np.array([len(k) for k in key_lists], dtype=np.int64)[which],
+        nkeys=configured_key_counts(key_lists, which),
         present_before=present["before"],
         present_after=present["after"],
         is_ins=op_final <= 1,
         is_upd=op_final == 2,
         is_del=op_final == 3,
-        has_ek=np.zeros(n, dtype=bool),
         fb=fb,
     )
 
