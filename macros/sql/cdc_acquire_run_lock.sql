@@ -16,7 +16,8 @@
     (each then holds the warehouse alone), and `cdc run` releases its own when dbt
     fails. An error the project raises while the lock is held gives it back first
     (`cdc_raise_releasing_run_lock`); a plain dbt run killed, or failing on Spark's
-    own error in a hook, leaves it, to be dropped by hand as the error says.
+    own error in a hook, leaves it, to be released by hand as the error says
+    (`cdc_break_run_lock`, naming that run).
 
     Other commands (`dbt test`, `dbt seed`, `dbt compile`) write no state and take no
     lock. A macro that writes when run by hand takes it itself for its call
@@ -49,7 +50,9 @@
             ~ holder.get('cdc.started_at', '?') ~ ' UTC. Two runs at once would read the same'
             ~ ' pending changes and interleave their writes. Nothing was run; run again when'
             ~ ' it has finished. A killed run leaves its lock: `cdc run` without a server, or'
-            ~ ' `cdc serve` when it starts, releases it; else `drop table ' ~ lock ~ '`.'
+            ~ ' `cdc serve` when it starts, releases it; else, once that run is known to be dead:'
+            ~ " `dbt run-operation cdc_break_run_lock --args '{invocation_id: "
+            ~ holder.get('cdc.invocation_id', '?') ~ "}'`."
         ) %}
     {% endif %}
     {% set properties = {

@@ -308,10 +308,13 @@ def test_cdc_run_goes_through_the_running_server(server):
         "invocation an-analysts-run, target thrift, started 2026-12-02 05:00:00 UTC." in refused.stderr
     ), refused.stderr[-3000:]
     assert "Nothing was run" in refused.stderr
+    # and how to release it, should that run be dead (done in
+    # test_a_dead_runs_lock_is_released_by_hand_naming_that_run)
+    assert "`dbt run-operation cdc_break_run_lock --args '{invocation_id: an-analysts-run}'`." in refused.stderr
     assert run_lock(port)["cdc.invocation_id"] == "an-analysts-run"
     assert [r["id"] for r in pyhive_rows(port)] == ids
     assert not pyhive_rows_any(port, "select * from cdc.audit_files where source_file like '%customers-0004.jsonl'")
-    # that run gone (killed, say), its lock dropped by hand as the message says
+    # that run gone (the analyst's run ended, say)
     pyhive_rows_any(port, "drop table cdc.cdc_run_lock")
     (work / "landing" / "shop_pg" / "customers-0004.jsonl").unlink()
 
@@ -403,13 +406,14 @@ def test_cdc_quarantine_goes_through_the_running_server(server):
     assert mine[0]["resolved_run_id"] is None
 
 
-def _dbt_thrift(port: int, args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    """A plain ``dbt <args> --target thrift`` from another process, as an analyst runs it."""
+def _dbt_thrift(port: int, args: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """A plain ``dbt <args> --target thrift`` from another process, as an analyst runs it
+    (``env``: more variables, e.g. ``CDC_SCHEMA``)."""
     return subprocess.run(
         [str(BIN / "dbt"), *args, "--target", "thrift", "--profiles-dir", "profiles"]
         + ["--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")],
         cwd=REPO,
-        env={**ENV, "CDC_THRIFT_PORT": str(port)},
+        env={**ENV, "CDC_THRIFT_PORT": str(port), **(env or {})},
         capture_output=True,
         text=True,
         timeout=CDC_TIMEOUT_S,
@@ -446,6 +450,51 @@ def test_a_compaction_by_hand_goes_through_the_running_server(server, tmp_path):
     assert (staged["step"], applied["step"]) == (1, 2) and staged["compaction_id"] == applied["compaction_id"], logged
     assert staged["files_before"] >= len(files), logged
     assert run_lock(port) is None
+
+
+def test_a_dead_runs_lock_is_released_by_hand_naming_that_run(server, tmp_path):
+    """``dbt run-operation cdc_break_run_lock --target thrift``, the command the refusal
+    names: the lock is dropped only while the named invocation holds it; another name,
+    or none, is an error that releases nothing; no lock held, or no schema yet (before
+    any run), is nothing to release, said so."""
+    _, port, _ = server
+    pyhive_rows_any(port, "create schema if not exists cdc")  # this test alone, first on its worker
+    dead = (
+        "'cdc.invocation_id' = 'a-killed-run', 'cdc.command' = 'run', "
+        "'cdc.started_at' = '2026-12-04 19:00:00', 'cdc.target' = 'thrift'"
+    )
+    pyhive_rows_any(port, f"create table cdc.cdc_run_lock (held boolean) using parquet tblproperties ({dead})")
+    held_by = "invocation a-killed-run (dbt run, target thrift, started 2026-12-04 19:00:00 UTC)"
+
+    def break_lock(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return _dbt_thrift(port, ["run-operation", "cdc_break_run_lock", *args], tmp_path, env)
+
+    p = break_lock("--args", "{invocation_id: another-run}")
+    assert p.returncode != 0
+    assert (
+        f"cdc_break_run_lock: the run lock `cdc`.cdc_run_lock is held by {held_by}, not by invocation another-run. "
+        "Nothing was released." in p.stdout
+    ), p.stdout[-4000:]
+    assert run_lock(port)["cdc.invocation_id"] == "a-killed-run"
+
+    p = break_lock()
+    assert p.returncode != 0
+    assert "cdc_break_run_lock: name the run whose lock to release" in p.stdout, p.stdout[-4000:]
+    assert run_lock(port)["cdc.invocation_id"] == "a-killed-run"
+
+    p = break_lock("--args", "{invocation_id: a-killed-run}")
+    assert p.returncode == 0, p.stdout[-4000:]
+    assert f"cdc_break_run_lock: released the run lock `cdc`.cdc_run_lock of {held_by}." in p.stdout
+    assert run_lock(port) is None
+
+    p = break_lock("--args", "{invocation_id: a-killed-run}")
+    assert p.returncode == 0, p.stdout[-4000:]
+    assert "cdc_break_run_lock: no run holds the run lock `cdc`.cdc_run_lock; nothing released." in p.stdout
+
+    p = break_lock("--args", "{invocation_id: a-killed-run}", env={"CDC_SCHEMA": "never_run"})
+    assert p.returncode == 0, p.stdout[-4000:]
+    assert "no run holds the run lock `never_run`.cdc_run_lock; nothing released." in p.stdout
+    assert "never_run" not in {next(iter(r.values())) for r in pyhive_rows_any(port, "show schemas")}
 
 
 def test_through_the_server_failures_are_one_clear_line(server):
