@@ -1,14 +1,19 @@
-"""What a small daily run costs, by dbt thread count: ``cdc run`` as a user runs it (its
-own process: JVM, Spark session, dbt) over the shipped example (``examples/shop``, 2
-files, 6 changes), then again with no new files.
+"""What a small daily run costs, by dbt thread count and JVM options: ``cdc run`` as a
+user runs it (its own process: JVM, Spark session, dbt) over the shipped example
+(``examples/shop``, 2 files, 6 changes), then again with no new files.
 
-``python -m bench.run_overhead [--threads 1,4] [--rounds 2] [--out FILE.json]``
+``python -m bench.run_overhead [--threads 1,4] [--java-options "A;B"] [--rounds 2] [--out FILE.json]``
 
-Each round runs every thread count in turn on a fresh copy of the example (the machine
-is shared and noisy: the counts take turns, and the best of the rounds is kept). Per
-run: the process's wall time, dbt's elapsed time and the time during which at least one
-dbt node ran (``run_results.json``). Prints a table with each count's times over the
-first count's; no assertion.
+A variant is a dbt thread count with a set of JVM options (``--java-options``, passed in
+``JDK_JAVA_OPTIONS``; an empty set is the JVM's defaults). Each round runs every variant
+in turn on a fresh copy of the example (the machine is shared and noisy: the variants
+take turns, and the best of the rounds is kept). Per run: the process's wall time, the
+CPU seconds of its JVM (read from ``/proc`` while it runs: the JVM is not waited for by
+the process that starts it), dbt's elapsed time and the time during which at least one
+dbt node ran (``run_results.json``); the JVM's CPU seconds by kind of thread (its six
+busiest: the JIT compilers, the collector, Spark's tasks) are in the progress log and
+the JSON. Prints a table with each variant's times over the first variant's; no
+assertion.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,69 +35,153 @@ from bench.dbt_nodes import node_times
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = ("first run", "no new files")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _cdc_run(work: Path) -> dict[str, float]:
+def _stat_fields(stat: Path) -> tuple[str, list[str]] | None:
+    """A ``/proc`` stat file's name and the fields after it, or None once it is gone."""
+    try:
+        text = stat.read_text()
+    except OSError:
+        return None
+    return text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+
+
+def _children_cpu_ticks(pid: int) -> dict[str, dict]:
+    """user + system ticks of each child process of ``pid``, and of each of their threads
+    by name (Linux ``/proc``; fields after the name: state, ppid, ..., utime, stime)."""
+    processes, threads = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        read = _stat_fields(stat)
+        if read is None or int(read[1][1]) != pid:
+            continue
+        processes[stat.parent.name] = int(read[1][11]) + int(read[1][12])
+        for task in (stat.parent / "task").glob("*/stat"):
+            thread = _stat_fields(task)
+            if thread is not None:
+                threads[f"{stat.parent.name}/{task.parent.name}"] = (thread[0], int(thread[1][11]) + int(thread[1][12]))
+    return {"processes": processes, "threads": threads}
+
+
+def thread_kind(name: str) -> str:
+    """A JVM thread's kind: its name without the number (``C2 CompilerThread1``, ``GC
+    Thread#0``, ``Executor task launch worker for task 3.0 in stage 7.0``: Linux keeps 15
+    characters)."""
+    return re.sub(r"[\s#0-9.-]+$", "", name) or name
+
+
+def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
     env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    env.pop("JDK_JAVA_OPTIONS", None)
+    if java_options:
+        env["JDK_JAVA_OPTIONS"] = java_options
     t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "udfs.cli", "run"], cwd=work, env=env, capture_output=True, text=True, timeout=1800
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "udfs.cli", "run"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    last_ticks: dict[str, int] = {}
+    last_threads: dict[str, tuple[str, int]] = {}
+
+    def sample() -> None:  # the JVM's last reading before it exits
+        while proc.poll() is None:
+            ticks = _children_cpu_ticks(proc.pid)
+            last_ticks.update(ticks["processes"])
+            last_threads.update(ticks["threads"])
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate(timeout=1800)
     wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise SystemExit(f"cdc run failed in {work}:\n{done.stderr[-3000:]}")
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"cdc run failed in {work}:\n{stderr[-3000:]}\n{stdout[-1000:]}")
     timing = node_times(work / ".cdc" / "dbt" / "target")
-    return {"wall_s": round(wall, 2), "dbt_elapsed_s": timing["dbt_elapsed_s"], "nodes_wall_s": timing["nodes_wall_s"]}
+    by_kind: dict[str, float] = {}
+    for name, ticks in last_threads.values():
+        by_kind[thread_kind(name)] = by_kind.get(thread_kind(name), 0.0) + ticks / CLOCK_TICKS
+    busiest = sorted(by_kind.items(), key=lambda kv: -kv[1])[:6]
+    return {
+        "wall_s": round(wall, 2),
+        "jvm_cpu_s": round(sum(last_ticks.values()) / CLOCK_TICKS, 2),
+        # the threads still there at the last reading: a thread that ended before it is missed
+        "jvm_cpu_s_by_thread": {kind: round(seconds, 1) for kind, seconds in busiest},
+        "dbt_elapsed_s": timing["dbt_elapsed_s"],
+        "nodes_wall_s": timing["nodes_wall_s"],
+    }
 
 
-def measure(threads: list[int], rounds: int, example: Path) -> dict[str, Any]:
-    best: dict[int, dict[str, dict[str, float]]] = {n: {} for n in threads}
+def variant_label(threads: int, java_options: str) -> str:
+    return f"{threads} thread(s), {java_options or 'JVM defaults'}"
+
+
+def measure(threads: list[int], java_options: list[str], rounds: int, example: Path) -> dict[str, Any]:
+    variants = [(n, opts) for opts in java_options for n in threads]
+    best: dict[str, dict[str, dict[str, float]]] = {variant_label(*v): {} for v in variants}
     with tempfile.TemporaryDirectory(prefix="cdc-run-overhead-") as tmp:
         for r in range(rounds):
-            for n in threads:
-                work = Path(tmp) / f"r{r}-t{n}"
+            for i, (n, opts) in enumerate(variants):
+                label = variant_label(n, opts)
+                work = Path(tmp) / f"r{r}-v{i}"
                 shutil.copytree(example, work, ignore=shutil.ignore_patterns(".cdc"))
                 with (work / "cdc.yml").open("a", encoding="utf-8") as f:
                     f.write(f"\ndbt_threads: {n}\n")
                 for run in RUNS:
-                    got = _cdc_run(work)
-                    print(f"round {r + 1}, {n} thread(s), {run}: {got}", file=sys.stderr)
-                    kept = best[n].get(run)
+                    got = _cdc_run(work, opts)
+                    print(f"round {r + 1}, {label}, {run}: {got}", file=sys.stderr)
+                    kept = best[label].get(run)
                     if kept is None or got["wall_s"] < kept["wall_s"]:
-                        best[n][run] = got
+                        best[label][run] = got
                 shutil.rmtree(work, ignore_errors=True)
     return {
         "example": str(example.relative_to(REPO) if example.is_relative_to(REPO) else example),
         "rounds": rounds,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()},
-        "best": {str(n): best[n] for n in threads},
+        "best": best,
     }
 
 
 def table(res: dict[str, Any]) -> str:
-    counts = list(res["best"])
-    base = res["best"][counts[0]]
-    lines = [
-        f"cdc run over {res['example']}, best of {res['rounds']} round(s), seconds (ratio to {counts[0]} thread(s))"
-    ]
-    lines.append(f"{'threads':>7}  {'run':<13} {'wall':>12} {'dbt elapsed':>14} {'nodes running':>14}")
-    for n in counts:
+    labels = list(res["best"])
+    base = res["best"][labels[0]]
+    lines = [f"cdc run over {res['example']}, best of {res['rounds']} round(s), seconds (ratio to {labels[0]})"]
+    columns = (
+        ("wall_s", "wall"),
+        ("jvm_cpu_s", "JVM CPU"),
+        ("dbt_elapsed_s", "dbt elapsed"),
+        ("nodes_wall_s", "nodes running"),
+    )
+    width = max(len(label) for label in labels)
+    lines.append(f"{'variant':<{width}}  {'run':<13}" + "".join(f" {title:>14}" for _, title in columns))
+    for label in labels:
         for run in RUNS:
-            got, ref = res["best"][n][run], base[run]
-            cells = [f"{got[k]:6.1f} ({got[k] / ref[k]:.2f}x)" for k in ("wall_s", "dbt_elapsed_s", "nodes_wall_s")]
-            lines.append(f"{n:>7}  {run:<13} {cells[0]:>12} {cells[1]:>14} {cells[2]:>14}")
+            got, ref = res["best"][label][run], base[run]
+            cells = [f"{got[k]:6.1f} ({got[k] / ref[k]:.2f}x)" if ref[k] else f"{got[k]:6.1f}" for k, _ in columns]
+            lines.append(f"{label:<{width}}  {run:<13}" + "".join(f" {cell:>14}" for cell in cells))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.run_overhead", description=__doc__.splitlines()[0])
     p.add_argument("--threads", default="1,4", help="dbt thread counts, the first the reference (default %(default)s)")
+    p.add_argument(
+        "--java-options",
+        default="",
+        help="JVM option sets separated by ';', each passed in JDK_JAVA_OPTIONS; an empty set is the JVM's "
+        "defaults (default: the defaults only)",
+    )
     p.add_argument("--rounds", type=int, default=2, help="rounds, best kept (default %(default)s)")
     p.add_argument("--example", default=str(REPO / "examples" / "shop"), help="project folder with a cdc.yml")
     p.add_argument("--out", help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
-    res = measure(threads, args.rounds, Path(args.example).resolve())
+    java_options = [opts.strip() for opts in args.java_options.split(";")]
+    res = measure(threads, java_options, args.rounds, Path(args.example).resolve())
     print(table(res))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

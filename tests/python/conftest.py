@@ -14,6 +14,28 @@ import yaml
 # helper modules whose asserts should report like a test's (imported by the tests after this)
 pytest.register_assert_rewrite("change_checks")
 
+# The suite's JVMs (each worker's Spark session, every `cdc` and bench process, the
+# Thrift servers, beeline) compile with C1 only, with a code cache large enough that
+# its sweeper stays idle, and collect with the serial collector: each lives minutes and
+# plans many small queries, where the C2 compiler and G1 took more CPU than they gave
+# back (a third of a JVM's CPU went to C2). Side by side on this 2-core machine: a
+# `cdc run` of the example, JVM CPU 0.6x and wall 0.9x (`python -m bench.run_overhead
+# --java-options`); the key-move chain bench, JVM CPU 210 -> 120 s (BENCHMARKS.md, "Run
+# overhead"). Only the JIT tier and the collector change, not what Spark computes.
+# Options already in JDK_JAVA_OPTIONS come after these, so they win.
+SUITE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+
+
+def with_suite_java_options(current: str | None) -> str:
+    """``JDK_JAVA_OPTIONS`` for the suite's JVMs: the suite's options, then ``current``'s
+    (once: a test process started by a test imports this file again)."""
+    if current and SUITE_JAVA_OPTIONS in current:
+        return current
+    return " ".join(filter(None, [SUITE_JAVA_OPTIONS, current]))
+
+
+os.environ["JDK_JAVA_OPTIONS"] = with_suite_java_options(os.environ.get("JDK_JAVA_OPTIONS"))
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 CORPORA = SHARED / "corpora"
