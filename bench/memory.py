@@ -101,6 +101,26 @@ def _kind(pid: int) -> str | None:
     return None
 
 
+def jvm_cpu_seconds(parent: int) -> tuple[float, dict[str, tuple[str, float]]]:
+    """CPU seconds of the JVMs among ``parent``'s children: in all, and by thread
+    (``"pid/tid"`` -> (the thread's name, its seconds); Linux keeps 15 characters of a
+    name). Zero and nothing once they are gone."""
+    total, threads = 0.0, {}
+    for pid in _children_map().get(parent, []):
+        if _kind(pid) != "jvm" or (cpu := _cpu_seconds(pid)) is None:
+            continue
+        total += cpu[1]
+        for task in (_PROC / str(pid) / "task").glob("*/stat"):
+            try:
+                stat = task.read_text()
+            except OSError:  # the thread ended since it was listed
+                continue
+            fields = stat[stat.rindex(")") + 2 :].split()
+            name = stat[stat.index("(") + 1 : stat.rindex(")")]
+            threads[f"{pid}/{task.parent.name}"] = (name, (int(fields[11]) + int(fields[12])) / _TICK)
+    return total, threads
+
+
 class MemorySampler:
     """Background sampler of the JVM and Python worker memory (see the module doc)."""
 

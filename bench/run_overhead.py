@@ -32,35 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.dbt_nodes import node_times
+from bench.memory import jvm_cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = ("first run", "no new files")
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(stat: Path) -> tuple[str, list[str]] | None:
-    """A ``/proc`` stat file's name and the fields after it, or None once it is gone."""
-    try:
-        text = stat.read_text()
-    except OSError:
-        return None
-    return text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-
-
-def _children_cpu_ticks(pid: int) -> dict[str, dict]:
-    """user + system ticks of each child process of ``pid``, and of each of their threads
-    by name (Linux ``/proc``; fields after the name: state, ppid, ..., utime, stime)."""
-    processes, threads = {}, {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        read = _stat_fields(stat)
-        if read is None or int(read[1][1]) != pid:
-            continue
-        processes[stat.parent.name] = int(read[1][11]) + int(read[1][12])
-        for task in (stat.parent / "task").glob("*/stat"):
-            thread = _stat_fields(task)
-            if thread is not None:
-                threads[f"{stat.parent.name}/{task.parent.name}"] = (thread[0], int(thread[1][11]) + int(thread[1][12]))
-    return {"processes": processes, "threads": threads}
 
 
 def thread_kind(name: str) -> str:
@@ -84,14 +59,14 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    last_ticks: dict[str, int] = {}
-    last_threads: dict[str, tuple[str, int]] = {}
+    last: dict[str, Any] = {"total": 0.0, "threads": {}}
 
     def sample() -> None:  # the JVM's last reading before it exits
         while proc.poll() is None:
-            ticks = _children_cpu_ticks(proc.pid)
-            last_ticks.update(ticks["processes"])
-            last_threads.update(ticks["threads"])
+            total, threads = jvm_cpu_seconds(proc.pid)
+            if total:
+                last["total"] = total
+            last["threads"].update(threads)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -103,12 +78,13 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
         raise SystemExit(f"cdc run failed in {work}:\n{stderr[-3000:]}\n{stdout[-1000:]}")
     timing = node_times(work / ".cdc" / "dbt" / "target")
     by_kind: dict[str, float] = {}
-    for name, ticks in last_threads.values():
-        by_kind[thread_kind(name)] = by_kind.get(thread_kind(name), 0.0) + ticks / CLOCK_TICKS
+    for name, seconds in last["threads"].values():
+        kind = thread_kind(name)
+        by_kind[kind] = by_kind.get(kind, 0.0) + seconds
     busiest = sorted(by_kind.items(), key=lambda kv: -kv[1])[:6]
     return {
         "wall_s": round(wall, 2),
-        "jvm_cpu_s": round(sum(last_ticks.values()) / CLOCK_TICKS, 2),
+        "jvm_cpu_s": round(last["total"], 2),
         # the threads still there at the last reading: a thread that ended before it is missed
         "jvm_cpu_s_by_thread": {kind: round(seconds, 1) for kind, seconds in busiest},
         "dbt_elapsed_s": timing["dbt_elapsed_s"],
