@@ -40,14 +40,16 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"usage: lint_sql.py [lint|fix], not {argv}")
     extra = ["-f"] if command == "fix" else []
     sys.path.insert(0, str(REPO))
-    from udfs.session import build_session
+    from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS, build_session
 
     failed = _sqlfluff([command, *extra, "--templater", "jinja", "--ignore", "templating", *JINJA_PATHS])
     with tempfile.TemporaryDirectory(prefix="cdc-lint-") as warehouse:
         # dbt's compiled files and logs go to the temporary folder, not the repository
         os.environ["DBT_TARGET_PATH"] = str(Path(warehouse) / "target")
         os.environ["DBT_LOG_PATH"] = str(Path(warehouse) / "logs")
-        spark = build_session(Path(warehouse))
+        # a JVM of a minute or two that compiles every model once: C1 only, as the test
+        # suite's (udfs.session.SHORT_LIVED_JVM_OPTIONS)
+        spark = build_session(Path(warehouse), extra_conf={DRIVER_JAVA_OPTIONS: SHORT_LIVED_JVM_OPTIONS})
         try:
             failed |= _sqlfluff([command, *extra, *DBT_PATHS])
         finally:

@@ -14,6 +14,34 @@ from udfs.config import Config
 LOG4J2 = (Path(__file__).parent / "conf" / "log4j2.properties").as_uri()
 
 
+#: The driver JVM's options (local mode: the only JVM; its executor runs inside it).
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+#: JVM options for a JVM that lives a few minutes and plans many small queries: C1 only
+#: (C2's code never pays back its compiling there; it took a third of such a JVM's CPU),
+#: a code cache large enough that its sweeper stays idle (C1 alone shrinks it to 48 MB),
+#: the serial collector. The test suite's JVMs and the SQL linter's run with them. Not a
+#: ``cdc run``'s default: side by side, a run of up to 100k changes took 0.73-0.82x the
+#: wall time with them, but a first load of 1M 1.28x, Spark's tasks running C1's code
+#: for minutes (BENCHMARKS.md, "JVM options"). A user sets them for small daily runs
+#: with ``spark.driver.extraJavaOptions`` in ``cdc.yml`` (README, "Configuration").
+SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+
+
+def driver_java_options(warehouse: Path, user_options: str | None = None) -> str:
+    """The driver JVM's options: the session's own (Derby's home, so its ``derby.log``
+    lands in the warehouse; the ``cdc`` commands' logging), then the user's
+    (``spark.driver.extraJavaOptions`` in ``cdc.yml``'s ``spark:``).
+
+    Why both: Spark takes one value for the setting, and a user's value set as is would
+    replace the session's (``derby.log`` in the current folder, Spark's INFO logging
+    at start-up). The JVM takes the last of two same options, so the user's win.
+    """
+    own = f"-Dderby.system.home={warehouse} -Dlog4j2.configurationFile={LOG4J2}"
+    user_options = (user_options or "").strip()
+    return f"{own} {user_options}" if user_options else own
+
+
 #: Spark's fallback for a partition filter the Hive metastore fails on (see build_session).
 PARTITION_FILTER_FALLBACK = "spark.sql.hive.metastorePartitionPruningFallbackOnException"
 
@@ -21,7 +49,8 @@ PARTITION_FILTER_FALLBACK = "spark.sql.hive.metastorePartitionPruningFallbackOnE
 def build_session(config: Config | Path, master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
     """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s).
 
-    ``spark:`` settings of the configuration and ``extra_conf`` are applied last. With a
+    ``spark:`` settings of the configuration and ``extra_conf`` are applied last (the
+    driver's JVM options after the session's own: :func:`driver_java_options`). With a
     master that is not local, the ``udfs`` package is shipped to the executors with the
     job (``addPyFile``), so they need only pyspark's own dependencies.
     """
@@ -45,6 +74,8 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
     os.environ["CDC_DRIVER_PGID"] = str(os.getpgid(0))
     wh = config.warehouse if isinstance(config, Config) else Path(config)
     wh.mkdir(parents=True, exist_ok=True)
+    conf = dict(config.spark_conf) if isinstance(config, Config) else {}
+    conf.update(extra_conf or {})
     builder = (
         SparkSession.builder.appName("cdc")
         .master(master)
@@ -52,7 +83,7 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true"
         )
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={wh} -Dlog4j2.configurationFile={LOG4J2}")
+        .config(DRIVER_JAVA_OPTIONS, driver_java_options(wh, conf.pop(DRIVER_JAVA_OPTIONS, None)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         # timestamps as INT64 microseconds, not INT96 (Spark's default, deprecated in
@@ -80,8 +111,6 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
         .config(PARTITION_FILTER_FALLBACK, "true")
         .enableHiveSupport()
     )
-    conf = dict(config.spark_conf) if isinstance(config, Config) else {}
-    conf.update(extra_conf or {})
     for name, value in conf.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()

@@ -11,19 +11,22 @@ from pathlib import Path
 import pytest
 import yaml
 
+from udfs.session import SHORT_LIVED_JVM_OPTIONS
+
 # helper modules whose asserts should report like a test's (imported by the tests after this)
 pytest.register_assert_rewrite("change_checks")
 
 # The suite's JVMs (each worker's Spark session, every `cdc` and bench process, the
 # Thrift servers, beeline) compile with C1 only, with a code cache large enough that
-# its sweeper stays idle, and collect with the serial collector: each lives minutes and
-# plans many small queries, where the C2 compiler and G1 took more CPU than they gave
-# back (a third of a JVM's CPU went to C2). Side by side on this 2-core machine: a
-# `cdc run` of the example, JVM CPU 0.6x and wall 0.9x (`python -m bench.run_overhead
-# --java-options`); the key-move chain bench, JVM CPU 210 -> 120 s (BENCHMARKS.md, "Run
-# overhead"). Only the JIT tier and the collector change, not what Spark computes.
+# its sweeper stays idle, and collect with the serial collector
+# (`udfs.session.SHORT_LIVED_JVM_OPTIONS`): each lives minutes and plans many small
+# queries, where the C2 compiler and G1 took more CPU than they gave back (a third of a
+# JVM's CPU went to C2). Side by side on this 2-core machine: a `cdc run` of the
+# example, JVM CPU 0.5x and wall 0.73-0.80x (`python -m bench.run_overhead
+# --java-options`); the key-move chain bench, JVM CPU 210 -> 120 s (BENCHMARKS.md, "JVM
+# options"). Only the JIT tier and the collector change, not what Spark computes.
 # Options already in JDK_JAVA_OPTIONS come after these, so they win.
-SUITE_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
+SUITE_JAVA_OPTIONS = SHORT_LIVED_JVM_OPTIONS
 
 
 def with_suite_java_options(current: str | None) -> str:

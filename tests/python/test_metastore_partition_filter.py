@@ -13,13 +13,7 @@ starts, and the shared one has started already.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
+from own_session import run_script
 
 #: the session of ``cdc run`` with the metastore's direct SQL off; the copy of two
 #: partitions as ``cdc_changelog_compaction_stage`` writes it, with Spark's fallback on
@@ -51,18 +45,7 @@ print("RESULT " + json.dumps(result))
 
 
 def test_a_partition_filter_the_metastore_refuses_is_applied_by_spark(tmp_path):
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
-    p = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "warehouse")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    result = json.loads(line.removeprefix("RESULT "))
+    result = run_script(SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
     assert result["fallback"] == "true"
     # the two partitions' rows, no more: the filter is applied, by Spark
     assert result["copied"] == [0, 3, 4, 7, 8, 11]

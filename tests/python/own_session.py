@@ -1,0 +1,34 @@
+"""A script run in a Python process of its own, whose Spark session is its own: for what
+is read only when a session's JVM or metastore starts (JVM options, metastore
+settings), which the shared session of a test worker has read already.
+
+The script prints one line ``RESULT <json>``; :func:`run_script` returns that JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_script(script: str, *args: str, cwd: Path) -> Any:
+    """Run ``script`` with ``args`` in ``cwd`` (the project importable, the workers on
+    this interpreter); fail with its stderr's end unless it succeeds."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    p = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+    return json.loads(line.removeprefix("RESULT "))

@@ -1,0 +1,62 @@
+"""A user's driver JVM options (``spark.driver.extraJavaOptions`` in ``cdc.yml``'s
+``spark:``) are added to the session's own, not set instead of them
+(``udfs.session.driver_java_options``).
+
+The session sets Derby's home (its ``derby.log`` in the warehouse) and the ``cdc``
+commands' logging through that one setting; a user's value set as is dropped both. The
+JVM takes the last of two same options, so the user's come after the session's and win.
+The options are read when the JVM starts: the session here is one of its own, in a
+process of its own (the shared one has started already).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from own_session import run_script
+
+from udfs.session import LOG4J2, driver_java_options
+
+#: a session built as ``cdc run`` builds it, with the user's driver options; the JVM's
+#: system properties those options set, and where Derby wrote its log once the metastore
+#: started
+SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from udfs.session import DRIVER_JAVA_OPTIONS, build_session
+
+warehouse, user_options = Path(sys.argv[1]), sys.argv[2]
+spark = build_session(warehouse, master="local[1]", extra_conf={DRIVER_JAVA_OPTIONS: user_options})
+spark.sql("create database if not exists d")  # starts the metastore, and so Derby
+system = spark._jvm.java.lang.System
+print("RESULT " + json.dumps({
+    name: system.getProperty(name)
+    for name in ("derby.system.home", "log4j2.configurationFile", "cdc.test.user_option")
+}))
+"""
+
+
+def test_the_sessions_options_come_first_and_the_users_after():
+    assert driver_java_options(Path("/wh")) == f"-Dderby.system.home=/wh -Dlog4j2.configurationFile={LOG4J2}"
+    assert driver_java_options(Path("/wh"), "") == driver_java_options(Path("/wh"))
+    assert driver_java_options(Path("/wh"), None) == driver_java_options(Path("/wh"))
+    assert driver_java_options(Path("/wh"), "  -Xss4m -Da=b ") == (
+        f"-Dderby.system.home=/wh -Dlog4j2.configurationFile={LOG4J2} -Xss4m -Da=b"
+    )
+
+
+def test_a_users_driver_options_are_added_to_the_sessions_own(tmp_path):
+    warehouse = tmp_path / "warehouse"
+    derby_home = tmp_path / "user-derby-home"
+    derby_home.mkdir()
+    # one option of the user's own, and one the session sets too (Derby's home)
+    user_options = f"-Dcdc.test.user_option=kept -Dderby.system.home={derby_home}"
+    properties = run_script(SCRIPT, str(warehouse), user_options, cwd=tmp_path)
+    # the user's option is there, and the session's logging, which the user did not set
+    assert properties["cdc.test.user_option"] == "kept"
+    assert properties["log4j2.configurationFile"] == LOG4J2
+    # of the two Derby homes, the user's, given last, wins; Derby writes its log there
+    assert properties["derby.system.home"] == str(derby_home)
+    assert (derby_home / "derby.log").exists()
+    assert not (tmp_path / "derby.log").exists()
+    assert not (warehouse / "derby.log").exists()
