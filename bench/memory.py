@@ -50,29 +50,37 @@ def _status(pid: int) -> dict[str, int]:
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def _read_stat(path: Path) -> tuple[str, list[str]] | None:
+    """A process's or thread's ``stat`` file: its name, and the fields after the name
+    (``fields[0]`` is field 3, the state; ``fields[1]`` the parent's pid); None when it
+    is gone. ``pid (comm) state ppid ...``: the name may hold spaces and parentheses."""
+    try:
+        stat = path.read_text()
+    except OSError:
+        return None
+    return stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+
+
+def _stat_cpu_seconds(fields: list[str]) -> float:
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime + stime
+
+
 def _cpu_seconds(pid: int) -> tuple[tuple[int, int], float] | None:
     """((pid, start time), user + system CPU seconds) of a process; None when it is gone.
     The start time tells a process from a later one that got the same pid."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
+    read = _read_stat(_PROC / str(pid) / "stat")
+    if read is None:
         return None
-    fields = stat[stat.rindex(")") + 2 :].split()  # fields[0] is field 3 (state)
-    return (pid, int(fields[19])), (int(fields[11]) + int(fields[12])) / _TICK  # starttime; utime + stime
+    fields = read[1]
+    return (pid, int(fields[19])), _stat_cpu_seconds(fields)  # starttime
 
 
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or (read := _read_stat(entry / "stat")) is None:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        children.setdefault(int(read[1][1]), []).append(int(entry.name))
     return children
 
 
@@ -111,13 +119,8 @@ def jvm_cpu_seconds(parent: int) -> tuple[float, dict[str, tuple[str, float]]]:
             continue
         total += cpu[1]
         for task in (_PROC / str(pid) / "task").glob("*/stat"):
-            try:
-                stat = task.read_text()
-            except OSError:  # the thread ended since it was listed
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            name = stat[stat.index("(") + 1 : stat.rindex(")")]
-            threads[f"{pid}/{task.parent.name}"] = (name, (int(fields[11]) + int(fields[12])) / _TICK)
+            if (read := _read_stat(task)) is not None:  # else: the thread ended since it was listed
+                threads[f"{pid}/{task.parent.name}"] = (read[0], _stat_cpu_seconds(read[1]))
     return total, threads
 
 
