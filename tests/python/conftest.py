@@ -98,7 +98,8 @@ def make_config(tmp_path: Path):
 # first, so that the run does not end with one worker on a long file and the other idle.
 # xdist's own order (the files with most tests first) put them last and left a worker
 # idle for ten minutes. Files not listed follow in their usual order. Only the order
-# matters: refresh the figures when a file's time moves by minutes.
+# matters: refresh the figures when a file's time moves by minutes (every run prints
+# each file's minutes at its end: `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
     "test_cli_crash_idempotence.py": 26.0,
     "test_bench_smoke.py": 19.3,
@@ -150,3 +151,63 @@ def check_listed_files_exist(minutes_by_file: dict[str, float]) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     check_listed_files_exist(LONGEST_FILES_MINUTES)
     items[:] = longest_files_first(items, LONGEST_FILES_MINUTES)
+
+
+# Each test file's seconds in this run: setup, call and teardown of its tests, on the
+# worker that ran it (reports reach the controlling process under xdist too); and each
+# worker's, which shows how evenly the schedule shared the run.
+_seconds_by_file: dict[str, float] = {}
+_seconds_by_worker: dict[str, float] = {}
+
+
+def file_of_test(nodeid: str, rootpath: Path) -> str:
+    """The file of a test's node id, named as ``LONGEST_FILES_MINUTES`` names it
+    (relative to ``tests/python``; any other path as pytest gave it)."""
+    file = nodeid.split("::", 1)[0]
+    try:
+        return (rootpath / file).resolve().relative_to(TESTS_DIR).as_posix()
+    except ValueError:
+        return file
+
+
+def file_minutes_lines(
+    seconds_by_file: dict[str, float], minutes_by_file: dict[str, float], at_least: float = 1.0
+) -> list[str]:
+    """The summary printed at the end of a run: each file that took ``at_least`` minutes
+    or is in ``minutes_by_file``, longest first, with its listed figure beside it, so the
+    list's figures can be refreshed from any run's output."""
+    minutes = {file: seconds / 60 for file, seconds in seconds_by_file.items()}
+    shown = [file for file, m in minutes.items() if m >= at_least or file in minutes_by_file]
+    lines = []
+    for file in sorted(shown, key=lambda f: (-minutes[f], f)):
+        listed = minutes_by_file.get(file)
+        note = "not listed" if listed is None else f"listed {listed:.1f}"
+        lines.append(f"{minutes[file]:6.1f}  {file}  ({note})")
+    total = sum(minutes.values())
+    lines.append(
+        f"{total:6.1f}  in all, {len(minutes)} files ({len(minutes) - len(shown)} under {at_least:g} min not shown)"
+    )
+    return lines
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::", 1)[0]
+    _seconds_by_file[file] = _seconds_by_file.get(file, 0.0) + report.duration
+    worker = getattr(getattr(report, "node", None), "gateway", None)  # set by xdist
+    if worker is not None:
+        _seconds_by_worker[worker.id] = _seconds_by_worker.get(worker.id, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if not _seconds_by_file:
+        return
+    by_file: dict[str, float] = {}
+    for file, seconds in _seconds_by_file.items():
+        name = file_of_test(file, config.rootpath)
+        by_file[name] = by_file.get(name, 0.0) + seconds
+    terminalreporter.write_sep("=", "minutes per test file (conftest.LONGEST_FILES_MINUTES)")
+    for line in file_minutes_lines(by_file, LONGEST_FILES_MINUTES):
+        terminalreporter.write_line(line)
+    if _seconds_by_worker:
+        busy = ", ".join(f"{worker} {seconds / 60:.1f}" for worker, seconds in sorted(_seconds_by_worker.items()))
+        terminalreporter.write_line(f"minutes busy per worker: {busy}")

@@ -6,6 +6,9 @@ JVM their tests start."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +17,8 @@ from conftest import (
     SUITE_JAVA_OPTIONS,
     TESTS_DIR,
     check_listed_files_exist,
+    file_minutes_lines,
+    file_of_test,
     longest_files_first,
     with_suite_java_options,
 )
@@ -52,6 +57,41 @@ def test_a_listed_file_that_does_not_exist_stops_the_collection_naming_it() -> N
     check_listed_files_exist({"test_suite_order.py": 1.0, "formats/test_debezium_json.py": 1.0})
     with pytest.raises(pytest.UsageError, match=r"\['test_renamed\.py'\]"):
         check_listed_files_exist({"test_suite_order.py": 1.0, "test_renamed.py": 2.0})
+
+
+def test_each_files_minutes_are_printed_longest_first_with_its_listed_figure() -> None:
+    seconds = {"test_long.py": 600.0, "test_new.py": 150.0, "test_short.py": 30.0, "formats/test_tiny.py": 6.0}
+    lines = file_minutes_lines(seconds, {"test_long.py": 12.0, "test_short.py": 3.5, "test_gone.py": 2.0})
+    assert lines == [
+        "  10.0  test_long.py  (listed 12.0)",
+        "   2.5  test_new.py  (not listed)",
+        "   0.5  test_short.py  (listed 3.5)",  # listed: shown although under a minute
+        "  13.1  in all, 4 files (1 under 1 min not shown)",
+    ]
+
+
+def test_a_tests_file_is_named_as_the_list_names_it() -> None:
+    root = TESTS_DIR.parents[1]
+    assert file_of_test("tests/python/test_cli.py::test_x[a::b]", root) == "test_cli.py"
+    assert file_of_test("tests/python/formats/test_debezium_json.py::test_y", root) == "formats/test_debezium_json.py"
+    assert file_of_test("elsewhere/test_z.py::test_z", root) == "elsewhere/test_z.py"
+
+
+def test_a_run_under_two_workers_ends_with_each_files_and_each_workers_minutes() -> None:
+    """The hooks, wired as `scripts/test.sh` runs the suite: the controlling process
+    prints the summary, from the workers' reports."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", f"{TESTS_DIR / 'test_suite_order.py'}::{_ONE_PURE_TEST}",
+         f"{TESTS_DIR / 'test_config.py'}", "-q", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider"],
+        cwd=TESTS_DIR.parents[1], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    summary = run.stdout.split("minutes per test file (conftest.LONGEST_FILES_MINUTES)", 1)[1]
+    assert re.search(r"^ +\d+\.\d  in all, 2 files \(2 under 1 min not shown\)$", summary, re.M), summary
+    assert re.search(r"^minutes busy per worker: gw0 \d+\.\d, gw1 \d+\.\d$", summary, re.M), summary
+
+
+_ONE_PURE_TEST = "test_a_tests_file_is_named_as_the_list_names_it"
 
 
 def test_the_suites_java_options_come_first_once_and_the_users_after() -> None:
