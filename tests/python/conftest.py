@@ -92,36 +92,42 @@ def make_config(tmp_path: Path):
 
 
 # The suite's longest files: the minutes each took on its worker in a full run of the
-# suite on this 2-core machine (2026-11-29, a loaded machine: about 150 worker-minutes).
-# scripts/test.sh gives each of two workers one file at a time, in the collected order
-# (--dist loadfile --no-loadscope-reorder): these files are collected first, longest
-# first, so that the run does not end with one worker on a long file and the other idle.
-# xdist's own order (the files with most tests first) put them last and left a worker
-# idle for ten minutes. Files not listed follow in their usual order. Only the order
-# matters: refresh the figures when a file's time moves by minutes (every run prints
-# each file's minutes at its end: `file_minutes_lines`).
+# suite on this 2-core machine (2026-12-05, `.ci/run` in a fresh clone, nothing else
+# running: 115 worker-minutes, each worker busy 57.6 of them; every file of a minute or
+# more). scripts/test.sh gives each of two workers one file at a time, in the collected
+# order (--dist loadfile --no-loadscope-reorder): these files are collected first,
+# longest first, so that the run does not end with one worker on a long file and the
+# other idle. xdist's own order (the files with most tests first) put them last and
+# left a worker idle for ten minutes. Files not listed follow in their usual order.
+# Only the order matters: refresh the figures when a file's time moves by minutes
+# (every run prints each file's minutes and each worker's at its end:
+# `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
-    "test_cli_crash_idempotence.py": 26.0,
-    "test_bench_smoke.py": 19.3,
-    "test_key_moves.py": 15.7,
-    "test_thrift_server.py": 15.5,  # 14.4 in a full run, and a compaction by hand since (67 s alone)
-    "test_differential.py": 12.7,
-    "test_merge_segments.py": 9.0,
-    "test_changelog_compaction.py": 7.5,  # 6.7 alone on a quiet machine (2026-12-01), not in a full run; steps by hand under the lock since (9.5 alone, 2026-12-03)
-    "test_conformance_debezium.py": 5.6,
-    "test_conformance_canal.py": 5.3,
-    "test_long_history.py": 3.5,
-    "test_quarantine_retry.py": 3.5,
-    "test_hostile_input.py": 3.1,
-    "test_large_landing_file.py": 3.1,
-    "test_properties.py": 3.1,
-    "test_conformance_arcion.py": 2.9,
-    "test_decode_spread.py": 2.4,
-    "test_audit.py": 1.9,
-    "test_loaded_at_watermarks.py": 1.8,
-    "test_session_settings.py": 1.6,
-    "test_golden.py": 1.6,
-    "test_parquet_timestamps.py": 1.5,
+    "test_key_moves.py": 11.7,
+    "test_thrift_server.py": 11.0,
+    "test_bench_smoke.py": 10.8,
+    "test_cli_crash_idempotence.py": 10.7,
+    "test_changelog_compaction.py": 10.2,
+    "test_differential.py": 9.0,
+    "test_merge_segments.py": 8.2,
+    "test_conformance_debezium.py": 4.6,
+    "test_conformance_canal.py": 4.0,
+    "test_state_columns.py": 3.0,
+    "test_quarantine_retry.py": 2.8,
+    "test_hostile_input.py": 2.6,
+    "test_conformance_arcion.py": 2.5,
+    "test_large_landing_file.py": 2.4,
+    "test_long_history.py": 2.2,
+    "test_run_test_scope.py": 2.1,
+    "test_loaded_at_watermarks.py": 2.0,
+    "test_decode_spread.py": 2.0,
+    "test_session_settings.py": 1.5,
+    "test_audit.py": 1.4,
+    "test_properties.py": 1.3,
+    "test_parquet_timestamps.py": 1.1,
+    "test_schema_evolution.py": 1.1,
+    "test_pipeline_cdl_lindorm.py": 1.0,
+    "test_golden.py": 1.0,
 }
 
 TESTS_DIR = Path(__file__).resolve().parent
