@@ -133,18 +133,19 @@ LONGEST_FILES_MINUTES: dict[str, float] = {
 TESTS_DIR = Path(__file__).resolve().parent
 
 
+def listed_name(path: Path) -> str | None:
+    """A test file's name as ``LONGEST_FILES_MINUTES`` names it (relative to
+    ``tests/python``); ``None`` for a test outside it, named on the command line."""
+    try:
+        return path.relative_to(TESTS_DIR).as_posix()
+    except ValueError:
+        return None
+
+
 def longest_files_first(items: list, minutes_by_file: dict[str, float]) -> list:
     """``items`` with the listed files' first, longest file first; a stable sort, so each
     file's tests and the files not listed keep their order."""
-
-    def minutes(item) -> float:
-        try:
-            name = item.path.relative_to(TESTS_DIR).as_posix()
-        except ValueError:  # a test outside tests/python, named on the command line
-            return 0.0
-        return minutes_by_file.get(name, 0.0)
-
-    return sorted(items, key=minutes, reverse=True)
+    return sorted(items, key=lambda item: minutes_by_file.get(listed_name(item.path), 0.0), reverse=True)
 
 
 def check_listed_files_exist(minutes_by_file: dict[str, float]) -> None:
@@ -170,10 +171,7 @@ def file_of_test(nodeid: str, rootpath: Path) -> str:
     """The file of a test's node id, named as ``LONGEST_FILES_MINUTES`` names it
     (relative to ``tests/python``; any other path as pytest gave it)."""
     file = nodeid.split("::", 1)[0]
-    try:
-        return (rootpath / file).resolve().relative_to(TESTS_DIR).as_posix()
-    except ValueError:
-        return file
+    return listed_name((rootpath / file).resolve()) or file
 
 
 def file_minutes_lines(
@@ -207,10 +205,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if not _seconds_by_file:
         return
-    by_file: dict[str, float] = {}
-    for file, seconds in _seconds_by_file.items():
-        name = file_of_test(file, config.rootpath)
-        by_file[name] = by_file.get(name, 0.0) + seconds
+    by_file = {file_of_test(file, config.rootpath): seconds for file, seconds in _seconds_by_file.items()}
     terminalreporter.write_sep("=", "minutes per test file (conftest.LONGEST_FILES_MINUTES)")
     for line in file_minutes_lines(by_file, LONGEST_FILES_MINUTES):
         terminalreporter.write_line(line)
