@@ -109,6 +109,18 @@ def _kind(pid: int) -> str | None:
     return None
 
 
+def jvm_command_lines(parent: int) -> list[list[str]]:
+    """The command lines (arguments) of the JVMs among ``parent``'s children."""
+    lines = []
+    for pid in _children_map().get(parent, []):
+        if _kind(pid) == "jvm":
+            try:
+                lines.append((_PROC / str(pid) / "cmdline").read_bytes().decode().split("\0")[:-1])
+            except OSError:  # gone since it was listed
+                continue
+    return lines
+
+
 def jvm_cpu_seconds(parent: int) -> tuple[float, dict[str, tuple[str, float]]]:
     """CPU seconds of the JVMs among ``parent``'s children: in all, and by thread
     (``"pid/tid"`` -> (the thread's name, its seconds); Linux keeps 15 characters of a

@@ -2,10 +2,13 @@
 user runs it (its own process: JVM, Spark session, dbt) over the shipped example
 (``examples/shop``, 2 files, 6 changes), then again with no new files.
 
-``python -m bench.run_overhead [--threads 1,4] [--java-options "A;B"] [--rounds 2] [--out FILE.json]``
+``python -m bench.run_overhead [--threads 1,4] [--java-options "A;B"] [--small-run-max-bytes 0,N]
+[--rounds 2] [--out FILE.json]``
 
 A variant is a dbt thread count with a set of JVM options (``--java-options``, passed in
-``JDK_JAVA_OPTIONS``; an empty set is the JVM's defaults). Each round runs every variant
+``JDK_JAVA_OPTIONS``; an empty set adds none) and a ``small_run_max_bytes`` (written to
+the copy's ``cdc.yml``; 0: the run keeps the JVM's defaults, above the example's bytes:
+it chooses the short-lived options; not given: the setting's default). Each round runs every variant
 in turn on a fresh copy of the example (the machine is shared and noisy: the variants
 take turns, and the best of the rounds is kept). Per run: the process's wall time, the
 CPU seconds of its JVM (read from ``/proc`` while it runs: the JVM is not waited for by
@@ -45,13 +48,10 @@ def thread_kind(name: str) -> str:
     return re.sub(r"[\s#0-9.-]+$", "", name) or name
 
 
-def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
-    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
-    env.pop("JDK_JAVA_OPTIONS", None)
-    if java_options:
-        env["JDK_JAVA_OPTIONS"] = java_options
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
+def start_cdc_run(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``cdc run`` in ``work`` as a user starts it, its output piped: the caller reads
+    the process (its JVM is a child of it) while it runs."""
+    return subprocess.Popen(
         [sys.executable, "-m", "udfs.cli", "run"],
         cwd=work,
         env=env,
@@ -59,6 +59,15 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
+    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    env.pop("JDK_JAVA_OPTIONS", None)
+    if java_options:
+        env["JDK_JAVA_OPTIONS"] = java_options
+    t0 = time.perf_counter()
+    proc = start_cdc_run(work, env)
     last: dict[str, Any] = {"total": 0.0, "threads": {}}
 
     def sample() -> None:  # the JVM's last reading before it exits
@@ -92,21 +101,30 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
     }
 
 
-def variant_label(threads: int, java_options: str) -> str:
-    return f"{threads} thread(s), {java_options or 'JVM defaults'}"
+def variant_label(threads: int, java_options: str, small_run_max_bytes: int | None = None) -> str:
+    label = f"{threads} thread(s), {java_options or 'no JDK_JAVA_OPTIONS'}"
+    return label if small_run_max_bytes is None else f"{label}, small_run_max_bytes {small_run_max_bytes}"
 
 
-def measure(threads: list[int], java_options: list[str], rounds: int, example: Path) -> dict[str, Any]:
-    variants = [(n, opts) for opts in java_options for n in threads]
+def measure(
+    threads: list[int],
+    java_options: list[str],
+    rounds: int,
+    example: Path,
+    small_run_max_bytes: list[int | None] | None = None,
+) -> dict[str, Any]:
+    variants = [(n, opts, limit) for limit in small_run_max_bytes or [None] for opts in java_options for n in threads]
     best: dict[str, dict[str, dict[str, float]]] = {variant_label(*v): {} for v in variants}
     with tempfile.TemporaryDirectory(prefix="cdc-run-overhead-") as tmp:
         for r in range(rounds):
-            for i, (n, opts) in enumerate(variants):
-                label = variant_label(n, opts)
+            for i, (n, opts, limit) in enumerate(variants):
+                label = variant_label(n, opts, limit)
                 work = Path(tmp) / f"r{r}-v{i}"
                 shutil.copytree(example, work, ignore=shutil.ignore_patterns(".cdc"))
                 with (work / "cdc.yml").open("a", encoding="utf-8") as f:
                     f.write(f"\ndbt_threads: {n}\n")
+                    if limit is not None:
+                        f.write(f"small_run_max_bytes: {limit}\n")
                 for run in RUNS:
                     got = _cdc_run(work, opts)
                     print(f"round {r + 1}, {label}, {run}: {got}", file=sys.stderr)
@@ -151,13 +169,19 @@ def main(argv: list[str] | None = None) -> int:
         help="JVM option sets separated by ';', each passed in JDK_JAVA_OPTIONS; an empty set is the JVM's "
         "defaults (default: the defaults only)",
     )
+    p.add_argument(
+        "--small-run-max-bytes",
+        help="values of cdc.yml's small_run_max_bytes separated by ',' (0: the JVM's defaults; default: the "
+        "setting's default only)",
+    )
     p.add_argument("--rounds", type=int, default=2, help="rounds, best kept (default %(default)s)")
     p.add_argument("--example", default=str(REPO / "examples" / "shop"), help="project folder with a cdc.yml")
     p.add_argument("--out", help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
     java_options = [opts.strip() for opts in args.java_options.split(";")]
-    res = measure(threads, java_options, args.rounds, Path(args.example).resolve())
+    limits = [int(n) for n in args.small_run_max_bytes.split(",")] if args.small_run_max_bytes else None
+    res = measure(threads, java_options, args.rounds, Path(args.example).resolve(), limits)
     print(table(res))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

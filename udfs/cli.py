@@ -147,8 +147,11 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
 
     if args.command == "run":
         from udfs.pipeline import PipelineError, run_pipeline
+        from udfs.run_size import run_java_options
 
-        spark = build_session(config, master=args.master)
+        java_options, why = run_java_options(config)
+        print(f"cdc run: {why}", file=sys.stderr)
+        spark = build_session(config, master=args.master, run_java_options=java_options)
         try:
             summary = run_pipeline(config, spark=spark, retry_quarantine=args.retry_quarantine)
         except PipelineError as exc:

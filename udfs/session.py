@@ -20,17 +20,18 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: JVM options for a JVM that lives a few minutes and plans many small queries: C1 only
 #: (C2's code never pays back its compiling there; it took a third of such a JVM's CPU),
 #: a code cache large enough that its sweeper stays idle (C1 alone shrinks it to 48 MB),
-#: the serial collector. The test suite's JVMs and the SQL linter's run with them. Not a
-#: ``cdc run``'s default: side by side, a run of up to 100k changes took 0.73-0.82x the
-#: wall time with them, but a first load of 1M 1.28x, Spark's tasks running C1's code
-#: for minutes (BENCHMARKS.md, "JVM options"). A user sets them for small daily runs
-#: with ``spark.driver.extraJavaOptions`` in ``cdc.yml`` (README, "Configuration").
+#: the serial collector. The test suite's JVMs and the SQL linter's run with them, and a
+#: ``cdc run`` whose new landing files are small (``small_run_max_bytes``,
+#: udfs/run_size.py): side by side, a run of up to 100k changes took 0.70-0.82x the wall
+#: time with them, but a first load of 1M 1.28x, Spark's tasks running C1's code for
+#: minutes (BENCHMARKS.md, "JVM options").
 SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
 
 
-def driver_java_options(warehouse: Path, user_options: str | None = None) -> str:
+def driver_java_options(warehouse: Path, user_options: str | None = None, run_options: str = "") -> str:
     """The driver JVM's options: the session's own (Derby's home, so its ``derby.log``
-    lands in the warehouse; the ``cdc`` commands' logging), then the user's
+    lands in the warehouse; the ``cdc`` commands' logging), those chosen for the run
+    (``run_options``: ``udfs.run_size.run_java_options``), then the user's
     (``spark.driver.extraJavaOptions`` in ``cdc.yml``'s ``spark:``).
 
     Why both: Spark takes one value for the setting, and a user's value set as is would
@@ -38,19 +39,24 @@ def driver_java_options(warehouse: Path, user_options: str | None = None) -> str
     at start-up). The JVM takes the last of two same options, so the user's win.
     """
     own = f"-Dderby.system.home={warehouse} -Dlog4j2.configurationFile={LOG4J2}"
-    user_options = (user_options or "").strip()
-    return f"{own} {user_options}" if user_options else own
+    return " ".join(part for part in (own, run_options.strip(), (user_options or "").strip()) if part)
 
 
 #: Spark's fallback for a partition filter the Hive metastore fails on (see build_session).
 PARTITION_FILTER_FALLBACK = "spark.sql.hive.metastorePartitionPruningFallbackOnException"
 
 
-def build_session(config: Config | Path, master: str | None = None, extra_conf: dict[str, str] | None = None) -> Any:
+def build_session(
+    config: Config | Path,
+    master: str | None = None,
+    extra_conf: dict[str, str] | None = None,
+    run_java_options: str = "",
+) -> Any:
     """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s).
 
     ``spark:`` settings of the configuration and ``extra_conf`` are applied last (the
-    driver's JVM options after the session's own: :func:`driver_java_options`). With a
+    driver's JVM options after the session's own and ``run_java_options``:
+    :func:`driver_java_options`; all of them only when no session is running). With a
     master that is not local, the ``udfs`` package is shipped to the executors with the
     job (``addPyFile``), so they need only pyspark's own dependencies.
     """
@@ -83,7 +89,7 @@ def build_session(config: Config | Path, master: str | None = None, extra_conf: 
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true"
         )
-        .config(DRIVER_JAVA_OPTIONS, driver_java_options(wh, conf.pop(DRIVER_JAVA_OPTIONS, None)))
+        .config(DRIVER_JAVA_OPTIONS, driver_java_options(wh, conf.pop(DRIVER_JAVA_OPTIONS, None), run_java_options))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         # timestamps as INT64 microseconds, not INT96 (Spark's default, deprecated in

@@ -1,0 +1,175 @@
+"""A ``cdc run`` whose new landing files are small starts its JVM with the short-lived
+options (``small_run_max_bytes``; udfs/run_size.py, BENCHMARKS.md "JVM options").
+
+The new bytes are counted before the JVM starts: the feeds' folders as
+``cdc_list_files`` lists them, less the files ``audit_files`` records, read from the
+table's parquet files. The pure part is tested on folders and a table written here; the
+whole path through a real ``cdc run`` of the README's example, whose JVM's command line
+is read while it runs, and whose table is read back after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from bench.memory import jvm_command_lines
+from bench.run_overhead import start_cdc_run
+from udfs.config import DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
+from udfs.run_size import audit_files_dir, new_landing_bytes, run_java_options, short_lived_options_for
+from udfs.session import SHORT_LIVED_JVM_OPTIONS, driver_java_options
+
+REPO = Path(__file__).resolve().parents[2]
+NO_USER_OPTIONS: dict[str, str] = {}
+
+
+def _config(tmp_path: Path, **extra):
+    landing = tmp_path / "landing"
+    landing.mkdir(exist_ok=True)
+    path = tmp_path / "cdc.yml"
+    feeds = [{"name": "dbz", "format": "debezium_json", "path": "landing"}]
+    path.write_text(yaml.safe_dump({"schema": "Run_Size", "feeds": feeds, "tables": {"t": {"key": ["id"]}}, **extra}))
+    return load_config(path)
+
+
+def _land(folder: Path, name: str, size: int) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    return path
+
+
+def _record_processed(config, *paths: Path) -> None:
+    """``audit_files`` as a run leaves it: parquet parts beside Spark's hidden files."""
+    folder = audit_files_dir(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, path in enumerate(paths):
+        table = pa.table({"source_file": [str(path)], "file_size": [path.stat().st_size]})
+        pq.write_table(table, folder / f"part-{n:05d}-c000.snappy.parquet")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / ".part-00000-c000.snappy.parquet.crc").write_bytes(b"not parquet")
+
+
+def test_the_new_bytes_are_the_listed_files_no_run_has_processed(tmp_path):
+    config = _config(tmp_path)
+    landing = tmp_path / "landing"
+    first = _land(landing, "a/1.jsonl", 1_000)
+    second = _land(landing, "a/2.jsonl", 20_000)
+    _land(landing, "_tmp/3.jsonl", 300_000)  # skipped by the listing, as Spark's sources skip it
+    _land(landing, ".4.jsonl", 4_000_000)
+    # before a first run: no table, every listed file is new
+    assert new_landing_bytes(config) == 21_000
+    # the table's folder is the schema's in lower case, as Spark names it
+    assert audit_files_dir(config).parent.name == "run_size.db"
+    _record_processed(config, first)
+    assert new_landing_bytes(config) == 20_000
+    _record_processed(config, first, second)
+    assert new_landing_bytes(config) == 0
+    _land(landing, "b/5.jsonl", 7)
+    assert new_landing_bytes(config) == 7
+
+
+def test_a_small_run_gets_the_short_lived_options_and_a_large_one_the_defaults(tmp_path):
+    config = _config(tmp_path, small_run_max_bytes=1_000)
+    _land(tmp_path / "landing", "1.jsonl", 1_000)
+    options, why = run_java_options(config, NO_USER_OPTIONS)
+    assert options == SHORT_LIVED_JVM_OPTIONS
+    assert why == (
+        "1,000 bytes of new landing files, at most small_run_max_bytes (1,000): "
+        f"the JVM starts with {SHORT_LIVED_JVM_OPTIONS}"
+    )
+    _land(tmp_path / "landing", "2.jsonl", 1)
+    options, why = run_java_options(config, NO_USER_OPTIONS)
+    assert options == ""
+    assert why == "1,001 bytes of new landing files, more than small_run_max_bytes (1,000): the JVM's default options"
+
+
+def test_small_run_max_bytes_zero_never_counts(tmp_path, monkeypatch):
+    config = _config(tmp_path, small_run_max_bytes=0)
+
+    def fail(_config):
+        raise AssertionError("counted")
+
+    monkeypatch.setattr("udfs.run_size.new_landing_bytes", fail)
+    assert run_java_options(config, NO_USER_OPTIONS) == ("", "small_run_max_bytes is 0: the JVM's default options")
+
+
+def test_an_unreadable_table_keeps_the_defaults_and_says_why(tmp_path):
+    config = _config(tmp_path)
+    folder = audit_files_dir(config)
+    folder.mkdir(parents=True)
+    (folder / "part-00000-c000.snappy.parquet").write_bytes(b"PAR1 not really")
+    options, why = run_java_options(config, NO_USER_OPTIONS)
+    assert options == ""
+    assert why.startswith("the new landing bytes could not be counted (")
+    assert why.endswith("): the JVM's default options")
+
+
+def test_the_setting_is_validated_and_defaults_to_256_mib(tmp_path):
+    assert _config(tmp_path).small_run_max_bytes == DEFAULT_SMALL_RUN_MAX_BYTES == 256 * 2**20
+    for bad in (-1, "1GB", 1.5, True):
+        with pytest.raises(ConfigError, match="small_run_max_bytes must be an integer >= 0"):
+            _config(tmp_path, small_run_max_bytes=bad)
+
+
+def test_a_collector_the_user_chose_is_kept(tmp_path):
+    """Two collectors stop the JVM at start; the user's choice stays, C1 and the code
+    cache are still added."""
+    assert short_lived_options_for("-Xss4m") == SHORT_LIVED_JVM_OPTIONS
+    assert short_lived_options_for("-XX:+UseG1GC") == "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+    config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": "-XX:+UseParallelGC"})
+    assert run_java_options(config, NO_USER_OPTIONS)[0] == "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+    assert run_java_options(_config(tmp_path), {"JAVA_TOOL_OPTIONS": "-XX:+UseZGC"})[0] == (
+        "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+    )
+    # the JVM starts with what the session would give it (the suite's own options,
+    # which select a collector, taken out of the environment)
+    env = {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}
+    for user in ("-XX:+UseG1GC", ""):
+        options = driver_java_options(tmp_path, user, short_lived_options_for(user)).split()
+        java = subprocess.run(["java", *options, "-version"], env=env, capture_output=True, text=True, check=False)
+        assert java.returncode == 0, java.stderr
+    # and would not with both collectors: the case the rule is for
+    both = ["java", "-XX:+UseSerialGC", "-XX:+UseG1GC", "-version"]
+    assert subprocess.run(both, env=env, capture_output=True, check=False).returncode != 0
+
+
+def test_the_run_options_come_between_the_sessions_and_the_users():
+    assert driver_java_options(Path("/wh"), "-Da=b", "-XX:TieredStopAtLevel=1").endswith(
+        " -XX:TieredStopAtLevel=1 -Da=b"
+    )
+    assert driver_java_options(Path("/wh"), None, "") == driver_java_options(Path("/wh"))
+
+
+def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
+    """The README's example (two files, 6 changes) through ``cdc run`` as a user runs it:
+    no JVM options in the environment (the suite's are taken out)."""
+    work = tmp_path / "shop"
+    shutil.copytree(REPO / "examples" / "shop", work, ignore=shutil.ignore_patterns(".cdc"))
+    config = load_config(work / "cdc.yml")
+    landed = new_landing_bytes(config)
+    assert landed == sum(p.stat().st_size for p in (work / "landing").rglob("*") if p.is_file()) > 0
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env.pop("JDK_JAVA_OPTIONS", None)
+    proc = start_cdc_run(work, env)
+    command_lines: list[list[str]] = []
+    while proc.poll() is None and not command_lines:
+        command_lines = jvm_command_lines(proc.pid)
+        time.sleep(0.1)
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "files 2, records 6, changes 6, quarantined 0, skipped 0" in stdout
+    assert f"cdc run: {landed:,} bytes of new landing files, at most small_run_max_bytes" in stderr
+    (jvm,) = command_lines
+    assert all(option in jvm for option in SHORT_LIVED_JVM_OPTIONS.split()), jvm
+    # the run's own record of its files, read as the next run reads it: nothing new
+    assert new_landing_bytes(config) == 0
