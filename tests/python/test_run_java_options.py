@@ -68,7 +68,8 @@ def test_the_new_bytes_are_the_listed_files_no_run_has_processed(tmp_path):
     _land(landing, ".4.jsonl", 4_000_000)
     # before a first run: no table, every listed file is new
     assert new_landing_bytes(config) == 21_000
-    # the table's folder is the schema's in lower case, as Spark names it
+    # the table's folder is the schema's in lower case, as Spark names it (checked
+    # against a real run below)
     assert audit_files_dir(config).parent.name == "run_size.db"
     _record_processed(config, first)
     assert new_landing_bytes(config) == 20_000
@@ -152,9 +153,12 @@ def test_the_run_options_come_between_the_sessions_and_the_users():
 
 def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
     """The README's example (two files, 6 changes) through ``cdc run`` as a user runs it:
-    no JVM options in the environment (the suite's are taken out)."""
+    no JVM options in the environment (the suite's are taken out). Its schema in mixed
+    case: Spark names the table's folder in lower case, and the count must find it."""
     work = tmp_path / "shop"
     shutil.copytree(REPO / "examples" / "shop", work, ignore=shutil.ignore_patterns(".cdc"))
+    with (work / "cdc.yml").open("a", encoding="utf-8") as f:
+        f.write("\nschema: Shop_Run\n")
     config = load_config(work / "cdc.yml")
     landed = new_landing_bytes(config)
     assert landed == sum(p.stat().st_size for p in (work / "landing").rglob("*") if p.is_file()) > 0
@@ -172,4 +176,6 @@ def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
     (jvm,) = command_lines
     assert all(option in jvm for option in SHORT_LIVED_JVM_OPTIONS.split()), jvm
     # the run's own record of its files, read as the next run reads it: nothing new
+    assert audit_files_dir(config).relative_to(work / ".cdc").parts[:2] == ("spark-warehouse", "shop_run.db")
+    assert audit_files_dir(config).is_dir()
     assert new_landing_bytes(config) == 0
