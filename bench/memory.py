@@ -109,15 +109,18 @@ def _kind(pid: int) -> str | None:
     return None
 
 
+def _jvm_children(parent: int) -> list[int]:
+    return [pid for pid in _children_map().get(parent, []) if _kind(pid) == "jvm"]
+
+
 def jvm_command_lines(parent: int) -> list[list[str]]:
     """The command lines (arguments) of the JVMs among ``parent``'s children."""
     lines = []
-    for pid in _children_map().get(parent, []):
-        if _kind(pid) == "jvm":
-            try:
-                lines.append((_PROC / str(pid) / "cmdline").read_bytes().decode().split("\0")[:-1])
-            except OSError:  # gone since it was listed
-                continue
+    for pid in _jvm_children(parent):
+        try:
+            lines.append((_PROC / str(pid) / "cmdline").read_bytes().decode().split("\0")[:-1])
+        except OSError:  # gone since it was listed
+            continue
     return lines
 
 
@@ -126,8 +129,8 @@ def jvm_cpu_seconds(parent: int) -> tuple[float, dict[str, tuple[str, float]]]:
     (``"pid/tid"`` -> (the thread's name, its seconds); Linux keeps 15 characters of a
     name). Zero and nothing once they are gone."""
     total, threads = 0.0, {}
-    for pid in _children_map().get(parent, []):
-        if _kind(pid) != "jvm" or (cpu := _cpu_seconds(pid)) is None:
+    for pid in _jvm_children(parent):
+        if (cpu := _cpu_seconds(pid)) is None:  # gone since it was listed
             continue
         total += cpu[1]
         for task in (_PROC / str(pid) / "task").glob("*/stat"):
