@@ -12,14 +12,19 @@ as processed, read from the table's parquet files in the warehouse.
 The count is a hint, not the run's input: the run lists and compares again in Spark
 (stg_landing__files). A count that cannot be made (the table unreadable, a file gone
 during the listing) keeps the JVM's defaults, and a wrong one costs time, never rows.
+The serial collector is added only when none of the user's options, wherever the JVM
+reads them from (cdc.yml, spark-submit's properties files, the environment), selects a
+collector: the JVM refuses to start with two.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from udfs.config import Config
 from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS
@@ -28,14 +33,34 @@ from udfs.spark_udfs import list_files
 #: the JVM refuses to start with two collectors selected ("Multiple garbage collectors
 #: selected"): the serial one is left out when the user's options choose one
 _COLLECTOR = re.compile(r"-XX:\+Use\w+GC\b")
-#: where else a user's options reach the driver's JVM
+#: the Spark settings whose options reach the driver's JVM: spark-submit puts the
+#: default ones first, then the extra ones
+_JVM_OPTION_SETTINGS = ("spark.driver.defaultJavaOptions", DRIVER_JAVA_OPTIONS)
+#: the environment variables that reach every JVM
 _JVM_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+_WAREHOUSE_DIR = "spark.sql.warehouse.dir"
+#: a line of a Java properties file that sets something (comments start with # or !)
+_PROPERTY = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.*)")
+
+
+def warehouse_dir(config: Config) -> Path:
+    """The session's warehouse folder: ``spark.sql.warehouse.dir`` when cdc.yml's
+    ``spark:`` sets it (applied last, so it wins), else ``udfs.session.build_session``'s.
+    A relative one is the current folder's, as Spark qualifies it; one that is not a
+    local folder (``hdfs:``, ``s3a:``) cannot be read here (``ValueError``)."""
+    value = config.spark_conf.get(_WAREHOUSE_DIR)
+    if value is None:
+        return config.warehouse / "spark-warehouse"
+    url = urlparse(value)
+    if url.scheme not in ("", "file"):
+        raise ValueError(f"{_WAREHOUSE_DIR} {value!r} is not a local folder")
+    return Path(unquote(url.path) if url.scheme else value).resolve()
 
 
 def audit_files_dir(config: Config) -> Path:
     """The folder of the ``audit_files`` table (Spark's default location of a table in
-    the session's warehouse: ``udfs.session.build_session``)."""
-    return config.warehouse / "spark-warehouse" / f"{config.schema.lower()}.db" / "audit_files"
+    the session's warehouse)."""
+    return warehouse_dir(config) / f"{config.schema.lower()}.db" / "audit_files"
 
 
 def processed_files(config: Config) -> set[str]:
@@ -64,6 +89,48 @@ def short_lived_options_for(user_options: str) -> str:
     return " ".join(opt for opt in SHORT_LIVED_JVM_OPTIONS.split() if not _COLLECTOR.fullmatch(opt))
 
 
+def spark_properties_files(environ: Mapping[str, str]) -> list[Path]:
+    """The properties files whose settings reach a pyspark session's JVM through
+    spark-submit: ``--properties-file`` of ``PYSPARK_SUBMIT_ARGS``, and
+    ``spark-defaults.conf`` of ``SPARK_CONF_DIR`` (else of ``$SPARK_HOME/conf``, pyspark's
+    own folder when ``SPARK_HOME`` is unset). Both are listed: reading one too many can
+    only leave out the serial collector where it could have stayed."""
+    args = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    files = [Path(args[n + 1]) for n, arg in enumerate(args[:-1]) if arg == "--properties-file"]
+    files += [Path(arg.split("=", 1)[1]) for arg in args if arg.startswith("--properties-file=")]
+    if environ.get("SPARK_CONF_DIR"):
+        conf_dir = Path(environ["SPARK_CONF_DIR"])
+    else:
+        from pyspark.find_spark_home import _find_spark_home
+
+        conf_dir = Path(environ.get("SPARK_HOME") or _find_spark_home()) / "conf"
+    return [*files, conf_dir / "spark-defaults.conf"]
+
+
+def java_options_in(properties_file: Path) -> list[str]:
+    """The driver's JVM options a Spark properties file sets (Java's properties format:
+    ``key value``, ``key=value`` or ``key: value``; ``#`` and ``!`` start comments)."""
+    if not properties_file.is_file():
+        return []
+    found = []
+    for line in properties_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        setting = _PROPERTY.match(line.strip())
+        if setting and setting["key"] in _JVM_OPTION_SETTINGS:
+            found.append(setting["value"])
+    return found
+
+
+def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> str:
+    """Every JVM option of the driver that is not the session's own or the run's:
+    cdc.yml's ``spark:``, the properties files spark-submit reads, ``PYSPARK_SUBMIT_ARGS``
+    and the JVM's environment variables, joined (only searched, never passed on)."""
+    sources = [config.spark_conf.get(name, "") for name in _JVM_OPTION_SETTINGS]
+    for properties_file in spark_properties_files(environ):
+        sources += java_options_in(properties_file)
+    sources += [environ.get(name, "") for name in ("PYSPARK_SUBMIT_ARGS", *_JVM_OPTION_VARIABLES)]
+    return " ".join(source for source in sources if source)
+
+
 def run_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
     """The JVM options a ``cdc run`` adds to the session's own (empty: the JVM's
     defaults), and a line saying why."""
@@ -77,8 +144,9 @@ def run_java_options(config: Config, environ: Mapping[str, str] = os.environ) ->
     size = f"{new_bytes:,} bytes of new landing files"
     if new_bytes > limit:
         return "", f"{size}, more than small_run_max_bytes ({limit:,}): the JVM's default options"
-    user_options = " ".join(
-        [config.spark_conf.get(DRIVER_JAVA_OPTIONS, "")] + [environ.get(name, "") for name in _JVM_OPTION_VARIABLES]
-    )
+    try:
+        user_options = user_java_options(config, environ)
+    except OSError as exc:
+        return "", f"{size}, but the user's JVM options could not be read ({exc}): the JVM's default options"
     options = short_lived_options_for(user_options)
     return options, f"{size}, at most small_run_max_bytes ({limit:,}): the JVM starts with {options}"

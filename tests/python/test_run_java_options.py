@@ -10,6 +10,7 @@ is read while it runs, and whose table is read back after it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +26,16 @@ import yaml
 from bench.memory import jvm_command_lines
 from bench.run_overhead import start_cdc_run
 from udfs.config import DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
-from udfs.run_size import audit_files_dir, new_landing_bytes, run_java_options, short_lived_options_for
+from udfs.run_size import (
+    audit_files_dir,
+    java_options_in,
+    new_landing_bytes,
+    processed_files,
+    run_java_options,
+    short_lived_options_for,
+    spark_properties_files,
+    warehouse_dir,
+)
 from udfs.session import SHORT_LIVED_JVM_OPTIONS, driver_java_options
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,6 +152,163 @@ def test_a_collector_the_user_chose_is_kept(tmp_path):
     # and would not with both collectors: the case the rule is for
     both = ["java", "-XX:+UseSerialGC", "-XX:+UseG1GC", "-version"]
     assert subprocess.run(both, env=env, capture_output=True, check=False).returncode != 0
+
+
+C1_AND_CODE_CACHE = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+
+
+def test_java_options_are_read_from_a_properties_file_as_spark_reads_it(tmp_path):
+    conf = tmp_path / "spark-defaults.conf"
+    conf.write_text(
+        "# spark.driver.defaultJavaOptions -XX:+UseZGC\n"
+        "! spark.driver.extraJavaOptions -XX:+UseZGC\n"
+        "spark.driver.defaultJavaOptions   -XX:+UseG1GC -Da=b\n"
+        "spark.driver.extraJavaOptions=-Xss4m\n"
+        "  spark.driver.extraJavaOptions : -Dz=1\n"
+        "spark.executor.extraJavaOptions -XX:+UseParallelGC\n"
+        "\n"
+    )
+    assert java_options_in(conf) == ["-XX:+UseG1GC -Da=b", "-Xss4m", "-Dz=1"]
+    assert java_options_in(tmp_path / "missing.conf") == []
+
+
+def test_the_properties_files_are_those_spark_submit_reads(tmp_path):
+    submit_args = f"--properties-file {tmp_path}/a.conf --properties-file={tmp_path}/b.conf pyspark-shell"
+    environ = {"PYSPARK_SUBMIT_ARGS": submit_args, "SPARK_CONF_DIR": str(tmp_path / "conf")}
+    assert spark_properties_files(environ) == [
+        tmp_path / "a.conf",
+        tmp_path / "b.conf",
+        tmp_path / "conf" / "spark-defaults.conf",
+    ]
+    assert spark_properties_files({"SPARK_HOME": str(tmp_path)}) == [tmp_path / "conf" / "spark-defaults.conf"]
+    # pip's pyspark: its own folder is SPARK_HOME
+    import pyspark
+
+    (default,) = spark_properties_files({})
+    assert default == Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["cdc.yml defaultJavaOptions", "spark-defaults.conf", "--properties-file", "PYSPARK_SUBMIT_ARGS"],
+)
+def test_a_collector_chosen_anywhere_the_jvm_reads_options_is_kept(tmp_path, source):
+    """spark-submit puts ``spark.driver.defaultJavaOptions`` before the extra ones, from
+    cdc.yml or from a properties file; ``--driver-java-options`` reaches the JVM too."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    environ = {"SPARK_CONF_DIR": str(conf_dir)}
+    spark = {}
+    if source == "cdc.yml defaultJavaOptions":
+        spark = {"spark.driver.defaultJavaOptions": "-XX:+UseG1GC"}
+    elif source == "spark-defaults.conf":
+        (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseG1GC\n")
+    elif source == "--properties-file":
+        (tmp_path / "mine.conf").write_text("spark.driver.defaultJavaOptions=-XX:+UseG1GC\n")
+        environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {tmp_path / 'mine.conf'} pyspark-shell"
+    else:
+        environ["PYSPARK_SUBMIT_ARGS"] = '--driver-java-options "-XX:+UseG1GC" pyspark-shell'
+    config = _config(tmp_path, spark=spark)
+    assert run_java_options(config, environ)[0] == C1_AND_CODE_CACHE
+    # without it, the serial collector is added
+    assert run_java_options(_config(tmp_path), {"SPARK_CONF_DIR": str(tmp_path / "empty")})[0] == (
+        SHORT_LIVED_JVM_OPTIONS
+    )
+
+
+def test_an_unreadable_properties_file_keeps_the_defaults_and_says_why(tmp_path):
+    config = _config(tmp_path)
+    _land(tmp_path / "landing", "1.jsonl", 10)
+    conf_dir = tmp_path / "conf"
+    (conf_dir / "spark-defaults.conf").mkdir(parents=True)  # not a file: nothing to read
+    assert run_java_options(config, {"SPARK_CONF_DIR": str(conf_dir)})[0] == SHORT_LIVED_JVM_OPTIONS
+    # a file whose read fails, even for root: /proc's memory file at offset 0 (EIO)
+    environ = {"SPARK_CONF_DIR": str(conf_dir), "PYSPARK_SUBMIT_ARGS": "--properties-file /proc/self/mem"}
+    options, why = run_java_options(config, environ)
+    assert options == ""
+    assert why.startswith("10 bytes of new landing files, but the user's JVM options could not be read (")
+    assert why.endswith("): the JVM's default options")
+
+
+def test_the_warehouse_folder_cdc_yml_sets_is_the_one_counted(tmp_path, monkeypatch):
+    """``spark.sql.warehouse.dir`` in cdc.yml's ``spark:`` wins over the session's; a
+    relative one is the current folder's, as Spark qualifies it."""
+    assert warehouse_dir(_config(tmp_path)) == tmp_path / ".cdc" / "spark-warehouse"
+    monkeypatch.chdir(tmp_path / "landing")
+    for value, expected in (
+        (str(tmp_path / "wh"), tmp_path / "wh"),
+        ("wh", tmp_path / "landing" / "wh"),
+        (f"file://{tmp_path}/w%20h", tmp_path / "w h"),
+        (f"file:{tmp_path}/wh", tmp_path / "wh"),
+    ):
+        config = _config(tmp_path, spark={"spark.sql.warehouse.dir": value})
+        assert warehouse_dir(config) == expected, value
+        assert audit_files_dir(config) == expected / "run_size.db" / "audit_files"
+    config = _config(tmp_path, spark={"spark.sql.warehouse.dir": "hdfs://nn/wh"})
+    _land(tmp_path / "landing", "1.jsonl", 10)
+    options, why = run_java_options(config, NO_USER_OPTIONS)
+    assert options == ""
+    assert why == (
+        "the new landing bytes could not be counted (spark.sql.warehouse.dir 'hdfs://nn/wh' is not a local "
+        "folder): the JVM's default options"
+    )
+
+
+SESSION_PROBE = """
+import json, sys
+from udfs.config import load_config
+from udfs.run_size import run_java_options
+from udfs.session import build_session
+config = load_config(sys.argv[1])
+options, why = run_java_options(config)
+spark = build_session(config, master="local[1]", run_java_options=options)
+spark.sql("create schema if not exists Run_Size")
+spark.sql("create table Run_Size.audit_files (source_file string) using parquet")
+spark.sql("insert into Run_Size.audit_files values ('/landing/seen.jsonl')")
+jvm_args = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+print(json.dumps({"why": why, "jvm": list(jvm_args)}))
+"""
+
+
+@pytest.mark.parametrize("source", ["cdc.yml", "spark-defaults.conf"])
+def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path, monkeypatch, source):
+    """A real Spark session started as ``cdc run`` starts it, the user's collector in
+    ``spark.driver.defaultJavaOptions`` (the JVM failed to start with it and the serial
+    one before they were read), the warehouse folder set in cdc.yml (absolute, or
+    relative to the folder the run starts in): the JVM runs the user's collector and C1,
+    and the table it writes is where the count reads it."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    if source == "cdc.yml":
+        spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
+        spark["spark.driver.defaultJavaOptions"] = "-XX:+UseParallelGC"
+    else:
+        spark = {"spark.sql.warehouse.dir": "elsewhere"}
+        (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseParallelGC\n")
+    config = _config(tmp_path, spark=spark)
+    run_from = tmp_path / "run_from"  # not cdc.yml's folder: Spark's relative path is the process's
+    run_from.mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir)}
+    env.pop("JDK_JAVA_OPTIONS", None)  # the suite's own, which select the serial collector
+    probe = subprocess.run(
+        [sys.executable, "-c", SESSION_PROBE, str(tmp_path / "cdc.yml")],
+        cwd=run_from,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    seen = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert seen["why"].endswith(f"the JVM starts with {C1_AND_CODE_CACHE}")
+    assert "-XX:+UseParallelGC" in seen["jvm"]
+    assert "-XX:TieredStopAtLevel=1" in seen["jvm"]
+    assert "-XX:+UseSerialGC" not in seen["jvm"]
+    monkeypatch.chdir(run_from)
+    where = tmp_path / "elsewhere" if source == "cdc.yml" else run_from / "elsewhere"
+    assert audit_files_dir(config) == where / "run_size.db" / "audit_files"
+    assert processed_files(config) == {"/landing/seen.jsonl"}
 
 
 def test_the_run_options_come_between_the_sessions_and_the_users():
