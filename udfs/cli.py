@@ -167,7 +167,11 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
                     print(line)
         return 0
 
-    spark = build_session(config)
+    from udfs.run_size import query_java_options
+
+    java_options, why = query_java_options(config)
+    print(f"cdc {args.command}: {why}", file=sys.stderr)
+    spark = build_session(config, run_java_options=java_options)
     from udfs.export import export_lines, rows_as_json
 
     try:

@@ -31,6 +31,7 @@ TOP_LEVEL_KEYS = {
     "dbt_threads",
     "test_scope",
     "small_run_max_bytes",
+    "small_query_max_bytes",
     "spark",
 }
 FEED_KEYS = {"name", "format", "path", "framing", "options"}
@@ -83,6 +84,11 @@ TEST_SCOPES = ("run", "all")
 #: (see ``Config.small_run_max_bytes``): a run of 100k Debezium events (about 220 MB)
 #: took 0.82x the wall time with them, a first load of 1M (2.2 GB) 1.28x
 DEFAULT_SMALL_RUN_MAX_BYTES = 256 * 1024 * 1024
+#: warehouse bytes up to which the query commands (``cdc export``, ``sql``,
+#: ``quarantine``) start their JVM with the short-lived options (see
+#: ``Config.small_query_max_bytes``): over a warehouse of 1M changes (1.3 GB) they took
+#: 0.77-0.79x the wall time with them (bench.query_overhead); not measured above
+DEFAULT_SMALL_QUERY_MAX_BYTES = 2 * 1024 * 1024 * 1024
 
 
 @dataclass
@@ -129,6 +135,10 @@ class Config:
     #: landing files no run has processed hold at most this many bytes, counted before
     #: the JVM starts (0: never; see udfs/run_size.py)
     small_run_max_bytes: int = DEFAULT_SMALL_RUN_MAX_BYTES
+    #: the query commands start their JVM with the short-lived options when the
+    #: warehouse folder's files hold at most this many bytes (0: never): a query's JVM
+    #: plans a few statements and reads a part of the tables, so its limit is higher
+    small_query_max_bytes: int = DEFAULT_SMALL_QUERY_MAX_BYTES
 
     def table(self, name: str) -> TableConfig:
         t = self.tables.get(name.lower())
@@ -175,36 +185,24 @@ def load_config(path: str | Path) -> Config:
     for label, value in (("schema", schema), ("marts_schema", marts_schema)):
         if not _IDENT.match(value):
             raise ConfigError(f"{label} {value!r} must be a plain identifier (letters, digits, _)")
-    buckets = raw.get("buckets", 16)
-    if not isinstance(buckets, int) or isinstance(buckets, bool) or not 1 <= buckets <= 4096:
-        raise ConfigError(f"buckets must be an integer between 1 and 4096, got {buckets!r}")
-    task_bytes = raw.get("decode_task_bytes", DEFAULT_DECODE_TASK_BYTES)
-    if not isinstance(task_bytes, int) or isinstance(task_bytes, bool) or task_bytes < 1:
-        raise ConfigError(f"decode_task_bytes must be a positive integer (bytes), got {task_bytes!r}")
-    long_history = raw.get("long_history_versions", 64)
-    if not isinstance(long_history, int) or isinstance(long_history, bool) or long_history < 0:
-        raise ConfigError(f"long_history_versions must be an integer >= 0, got {long_history!r}")
-    compact_segments = raw.get("compact_after_segments", 8)
-    if not isinstance(compact_segments, int) or isinstance(compact_segments, bool) or compact_segments < 0:
-        raise ConfigError(f"compact_after_segments must be an integer >= 0, got {compact_segments!r}")
+    buckets = _integer(raw, "buckets", 16, 1, 4096)
+    task_bytes = _integer(
+        raw, "decode_task_bytes", DEFAULT_DECODE_TASK_BYTES, 1, requirement="a positive integer (bytes)"
+    )
+    long_history = _integer(raw, "long_history_versions", 64)
+    compact_segments = _integer(raw, "compact_after_segments", 8)
     compact_fraction = raw.get("compact_after_fraction", 0.5)
     if not isinstance(compact_fraction, int | float) or isinstance(compact_fraction, bool) or compact_fraction < 0:
         raise ConfigError(f"compact_after_fraction must be a number >= 0, got {compact_fraction!r}")
-    keep_bases = raw.get("keep_previous_bases", 1)
-    if not isinstance(keep_bases, int) or isinstance(keep_bases, bool) or keep_bases < 0:
-        raise ConfigError(f"keep_previous_bases must be an integer >= 0, got {keep_bases!r}")
-    compact_changelog = raw.get("compact_changelog_after_files", DEFAULT_COMPACT_CHANGELOG_AFTER_FILES)
-    if not isinstance(compact_changelog, int) or isinstance(compact_changelog, bool) or compact_changelog < 0:
-        raise ConfigError(f"compact_changelog_after_files must be an integer >= 0, got {compact_changelog!r}")
-    threads = raw.get("dbt_threads", DEFAULT_DBT_THREADS)
-    if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_DBT_THREADS:
-        raise ConfigError(f"dbt_threads must be an integer between 1 and {MAX_DBT_THREADS}, got {threads!r}")
+    keep_bases = _integer(raw, "keep_previous_bases", 1)
+    compact_changelog = _integer(raw, "compact_changelog_after_files", DEFAULT_COMPACT_CHANGELOG_AFTER_FILES)
+    threads = _integer(raw, "dbt_threads", DEFAULT_DBT_THREADS, 1, MAX_DBT_THREADS)
     test_scope = raw.get("test_scope", "run")
     if test_scope not in TEST_SCOPES:
         raise ConfigError(f"test_scope must be one of {', '.join(TEST_SCOPES)}, got {test_scope!r}")
-    small_run = raw.get("small_run_max_bytes", DEFAULT_SMALL_RUN_MAX_BYTES)
-    if not isinstance(small_run, int) or isinstance(small_run, bool) or small_run < 0:
-        raise ConfigError(f"small_run_max_bytes must be an integer >= 0 (bytes; 0: never), got {small_run!r}")
+    in_bytes = "an integer >= 0 (bytes; 0: never)"
+    small_run = _integer(raw, "small_run_max_bytes", DEFAULT_SMALL_RUN_MAX_BYTES, requirement=in_bytes)
+    small_query = _integer(raw, "small_query_max_bytes", DEFAULT_SMALL_QUERY_MAX_BYTES, requirement=in_bytes)
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -296,7 +294,23 @@ def load_config(path: str | Path) -> Config:
         threads,
         test_scope,
         small_run,
+        small_query,
     )
+
+
+def _integer(
+    raw: dict[str, Any], key: str, default: int, low: int = 0, high: int | None = None, requirement: str = ""
+) -> int:
+    """``raw[key]`` (``default`` when absent), an integer from ``low`` to ``high``
+    (booleans are not integers here, though Python's are), else a ``ConfigError``
+    saying what it must be."""
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        requirement = requirement or (
+            f"an integer between {low} and {high}" if high is not None else f"an integer >= {low}"
+        )
+        raise ConfigError(f"{key} must be {requirement}, got {value!r}")
+    return value
 
 
 def _unknown(mapping: dict[str, Any], allowed: set[str], where: str) -> None:

@@ -1,4 +1,4 @@
-"""A run's size before its JVM starts, to choose the JVM's options.
+"""A command's size before its JVM starts, to choose the JVM's options.
 
 A JVM that lives a minute and plans many small queries runs faster with
 ``udfs.session.SHORT_LIVED_JVM_OPTIONS`` (C1 only, the serial collector), and a first
@@ -7,7 +7,9 @@ BENCHMARKS.md, "JVM options". Which of the two a ``cdc run`` is depends on the b
 the landing files no run has processed, and the JVM takes its options when it starts,
 before Spark can list anything. So the count is made here, in Python: the feeds'
 folders listed as ``cdc_list_files`` lists them, less the files ``audit_files`` records
-as processed, read from the table's parquet files in the warehouse.
+as processed, read from the table's parquet files in the warehouse. A query command
+(``cdc export``, ``sql``, ``quarantine``) is sized by the warehouse folder's bytes, all
+it can read, against a limit of its own (``small_query_max_bytes``).
 
 The count is a hint, not the run's input: the run lists and compares again in Spark
 (stg_landing__files). A count that cannot be made (the table unreadable, a file gone
@@ -22,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -131,22 +133,44 @@ def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -
     return " ".join(source for source in sources if source)
 
 
-def run_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
-    """The JVM options a ``cdc run`` adds to the session's own (empty: the JVM's
-    defaults), and a line saying why."""
-    limit = config.small_run_max_bytes
+def warehouse_bytes(config: Config) -> int:
+    """The bytes of the warehouse folder's files: all a query can read (none before a
+    first run)."""
+    folder = warehouse_dir(config)
+    return sum(size for _, size, _ in list_files(str(folder))) if folder.is_dir() else 0
+
+
+def _options_by_size(
+    config: Config, environ: Mapping[str, str], count: Callable[[Config], int], what: str, setting: str
+) -> tuple[str, str]:
+    """The short-lived options when ``count`` (bytes of ``what``) is at most the
+    ``setting`` of ``config``, else none (the JVM's defaults); and a line saying why."""
+    limit = getattr(config, setting)
     if limit == 0:
-        return "", "small_run_max_bytes is 0: the JVM's default options"
+        return "", f"{setting} is 0: the JVM's default options"
     try:
-        new_bytes = new_landing_bytes(config)
+        n_bytes = count(config)
     except (OSError, ValueError) as exc:  # pyarrow's errors are both kinds
-        return "", f"the new landing bytes could not be counted ({exc}): the JVM's default options"
-    size = f"{new_bytes:,} bytes of new landing files"
-    if new_bytes > limit:
-        return "", f"{size}, more than small_run_max_bytes ({limit:,}): the JVM's default options"
+        return "", f"the bytes of {what} could not be counted ({exc}): the JVM's default options"
+    size = f"{n_bytes:,} bytes of {what}"
+    if n_bytes > limit:
+        return "", f"{size}, more than {setting} ({limit:,}): the JVM's default options"
     try:
         user_options = user_java_options(config, environ)
     except OSError as exc:
         return "", f"{size}, but the user's JVM options could not be read ({exc}): the JVM's default options"
     options = short_lived_options_for(user_options)
-    return options, f"{size}, at most small_run_max_bytes ({limit:,}): the JVM starts with {options}"
+    return options, f"{size}, at most {setting} ({limit:,}): the JVM starts with {options}"
+
+
+def run_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """The JVM options a ``cdc run`` adds to the session's own (empty: the JVM's
+    defaults), by the bytes of its new landing files, and a line saying why."""
+    return _options_by_size(config, environ, new_landing_bytes, "new landing files", "small_run_max_bytes")
+
+
+def query_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """The JVM options of a query command (``cdc export``, ``sql``, ``quarantine``), by
+    the bytes of the warehouse's tables (a query may read any of them) against
+    ``small_query_max_bytes``, and a line saying why."""
+    return _options_by_size(config, environ, warehouse_bytes, "tables in the warehouse", "small_query_max_bytes")

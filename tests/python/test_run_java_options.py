@@ -25,15 +25,17 @@ import yaml
 
 from bench.memory import jvm_command_lines
 from bench.run_overhead import start_cdc_run
-from udfs.config import DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
+from udfs.config import DEFAULT_SMALL_QUERY_MAX_BYTES, DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
 from udfs.run_size import (
     audit_files_dir,
     java_options_in,
     new_landing_bytes,
     processed_files,
+    query_java_options,
     run_java_options,
     short_lived_options_for,
     spark_properties_files,
+    warehouse_bytes,
     warehouse_dir,
 )
 from udfs.session import SHORT_LIVED_JVM_OPTIONS, driver_java_options
@@ -121,15 +123,19 @@ def test_an_unreadable_table_keeps_the_defaults_and_says_why(tmp_path):
     (folder / "part-00000-c000.snappy.parquet").write_bytes(b"PAR1 not really")
     options, why = run_java_options(config, NO_USER_OPTIONS)
     assert options == ""
-    assert why.startswith("the new landing bytes could not be counted (")
+    assert why.startswith("the bytes of new landing files could not be counted (")
     assert why.endswith("): the JVM's default options")
 
 
-def test_the_setting_is_validated_and_defaults_to_256_mib(tmp_path):
+def test_the_settings_are_validated_and_default_to_256_mib_and_2_gib(tmp_path):
     assert _config(tmp_path).small_run_max_bytes == DEFAULT_SMALL_RUN_MAX_BYTES == 256 * 2**20
-    for bad in (-1, "1GB", 1.5, True):
-        with pytest.raises(ConfigError, match="small_run_max_bytes must be an integer >= 0"):
-            _config(tmp_path, small_run_max_bytes=bad)
+    assert _config(tmp_path).small_query_max_bytes == DEFAULT_SMALL_QUERY_MAX_BYTES == 2 * 2**30
+    for setting in ("small_run_max_bytes", "small_query_max_bytes"):
+        assert getattr(_config(tmp_path, **{setting: 0}), setting) == 0
+        for bad in (-1, "1GB", 1.5, True):
+            message = f"{setting} must be an integer >= 0 \\(bytes; 0: never\\), got {bad!r}"
+            with pytest.raises(ConfigError, match=message):
+                _config(tmp_path, **{setting: bad})
 
 
 def test_a_collector_the_user_chose_is_kept(tmp_path):
@@ -249,7 +255,7 @@ def test_the_warehouse_folder_cdc_yml_sets_is_the_one_counted(tmp_path, monkeypa
     options, why = run_java_options(config, NO_USER_OPTIONS)
     assert options == ""
     assert why == (
-        "the new landing bytes could not be counted (spark.sql.warehouse.dir 'hdfs://nn/wh' is not a local "
+        "the bytes of new landing files could not be counted (spark.sql.warehouse.dir 'hdfs://nn/wh' is not a local "
         "folder): the JVM's default options"
     )
 
@@ -346,3 +352,75 @@ def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
     assert audit_files_dir(config).relative_to(work / ".cdc").parts[:2] == ("spark-warehouse", "shop_run.db")
     assert audit_files_dir(config).is_dir()
     assert new_landing_bytes(config) == 0
+
+
+def test_a_query_commands_size_is_the_warehouses_bytes(tmp_path):
+    """``cdc export``, ``sql`` and ``quarantine`` may read any table: their size is the
+    warehouse folder's bytes (hidden and ``_`` files skipped, as for the landing files)."""
+    config = _config(tmp_path, small_query_max_bytes=1_000)
+    assert warehouse_bytes(config) == 0  # before a first run: no folder
+    _land(tmp_path / "landing", "big.jsonl", 5_000)  # landing files are not the warehouse's
+    tables = warehouse_dir(config)
+    _land(tables / "run_size.db" / "changelog" / "bucket=1", "part-0.parquet", 600)
+    _land(tables / "marts.db" / "t", "part-0.parquet", 400)
+    _land(tables / "run_size.db" / "changelog" / "bucket=1", ".part-0.parquet.crc", 50)
+    _land(tables / "run_size.db" / "changelog", "_SUCCESS", 50)
+    assert warehouse_bytes(config) == 1_000
+    options, why = query_java_options(config, NO_USER_OPTIONS)
+    assert options == SHORT_LIVED_JVM_OPTIONS
+    assert why == (
+        "1,000 bytes of tables in the warehouse, at most small_query_max_bytes (1,000): "
+        f"the JVM starts with {SHORT_LIVED_JVM_OPTIONS}"
+    )
+    _land(tables / "marts.db" / "t", "part-1.parquet", 1)
+    assert query_java_options(config, NO_USER_OPTIONS) == (
+        "",
+        "1,001 bytes of tables in the warehouse, more than small_query_max_bytes (1,000): the JVM's default options",
+    )
+    assert query_java_options(_config(tmp_path, small_query_max_bytes=0), NO_USER_OPTIONS) == (
+        "",
+        "small_query_max_bytes is 0: the JVM's default options",
+    )
+    # the runs' limit is not the queries'
+    both = _config(tmp_path, small_query_max_bytes=2_000, small_run_max_bytes=0)
+    assert query_java_options(both, NO_USER_OPTIONS)[0] == SHORT_LIVED_JVM_OPTIONS
+    assert run_java_options(both, NO_USER_OPTIONS)[0] == ""
+    remote = _config(tmp_path, spark={"spark.sql.warehouse.dir": "s3a://bucket/wh"})
+    assert query_java_options(remote, NO_USER_OPTIONS) == (
+        "",
+        "the bytes of tables in the warehouse could not be counted (spark.sql.warehouse.dir 's3a://bucket/wh' is "
+        "not a local folder): the JVM's default options",
+    )
+
+
+def _cdc_query_jvm(work: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """A query command as a user runs it, and its JVM's command line, read while it runs."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env.pop("JDK_JAVA_OPTIONS", None)  # the suite's own
+    command = [sys.executable, "-m", "udfs.cli", *args, "--config", str(work / "cdc.yml")]
+    proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command_lines: list[list[str]] = []
+    while proc.poll() is None and not command_lines:
+        command_lines = jvm_command_lines(proc.pid)
+        time.sleep(0.1)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert command_lines, "the command's JVM was never seen"
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), command_lines[0]
+
+
+def test_a_query_command_on_a_small_warehouse_starts_its_jvm_with_the_short_lived_options(tmp_path):
+    """Real ``cdc sql`` runs: on an empty warehouse the short-lived options; once its
+    tables hold more than ``small_query_max_bytes``, the JVM's defaults. The rows are the
+    same either way."""
+    config = _config(tmp_path, small_query_max_bytes=1_000)
+    create = "create table default.numbers using parquet as select id, repeat('x', 100) as pad from range(5000)"
+    created, jvm = _cdc_query_jvm(tmp_path, "sql", create)
+    assert created.returncode == 0, created.stderr[-3000:]
+    assert "cdc sql: 0 bytes of tables in the warehouse, at most small_query_max_bytes (1,000)" in created.stderr
+    assert all(option in jvm for option in SHORT_LIVED_JVM_OPTIONS.split()), jvm
+    assert warehouse_bytes(config) > 1_000
+    counted, jvm = _cdc_query_jvm(tmp_path, "sql", "select count(*) as n, sum(id) as s from default.numbers")
+    assert counted.returncode == 0, counted.stderr[-3000:]
+    assert counted.stdout == '{"n": 5000, "s": 12497500}\n'
+    assert f"cdc sql: {warehouse_bytes(config):,} bytes of tables in the warehouse, more than" in counted.stderr
+    assert not any(option in jvm for option in SHORT_LIVED_JVM_OPTIONS.split()), jvm
