@@ -157,7 +157,7 @@ def _options_by_size(
         return "", f"{size}, more than {setting} ({limit:,}): the JVM's default options"
     try:
         user_options = user_java_options(config, environ)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # an unreadable file; PYSPARK_SUBMIT_ARGS that shlex cannot split
         return "", f"{size}, but the user's JVM options could not be read ({exc}): the JVM's default options"
     options = short_lived_options_for(user_options)
     return options, f"{size}, at most {setting} ({limit:,}): the JVM starts with {options}"

@@ -234,6 +234,13 @@ def test_an_unreadable_properties_file_keeps_the_defaults_and_says_why(tmp_path)
     assert options == ""
     assert why.startswith("10 bytes of new landing files, but the user's JVM options could not be read (")
     assert why.endswith("): the JVM's default options")
+    # arguments pyspark itself cannot split (it fails with its own error once the session starts)
+    environ = {"SPARK_CONF_DIR": str(conf_dir), "PYSPARK_SUBMIT_ARGS": "--driver-java-options '-Da=b pyspark-shell"}
+    assert run_java_options(config, environ) == (
+        "",
+        "10 bytes of new landing files, but the user's JVM options could not be read (No closing quotation): "
+        "the JVM's default options",
+    )
 
 
 def test_the_warehouse_folder_cdc_yml_sets_is_the_one_counted(tmp_path, monkeypatch):
