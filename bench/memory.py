@@ -139,6 +139,27 @@ def jvm_cpu_seconds(parent: int) -> tuple[float, dict[str, tuple[str, float]]]:
     return total, threads
 
 
+def sample_jvm_cpu(proc: Any, interval: float = 0.2) -> tuple[threading.Thread, dict[str, Any]]:
+    """Read the CPU of ``proc``'s JVM (:func:`jvm_cpu_seconds`) every ``interval``
+    seconds while ``proc`` runs, in a thread started here. The dict it returns holds the
+    last reading's total (``"total"``) and every thread seen (``"threads"``): the JVM is
+    not waited for by the process that starts it, so its last reading before it exits
+    is all there is. Join the thread once ``proc`` has ended."""
+    last: dict[str, Any] = {"total": 0.0, "threads": {}}
+
+    def sample() -> None:
+        while proc.poll() is None:
+            total, threads = jvm_cpu_seconds(proc.pid)
+            if total:
+                last["total"] = total
+            last["threads"].update(threads)
+            time.sleep(interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    return sampler, last
+
+
 class MemorySampler:
     """Background sampler of the JVM and Python worker memory (see the module doc)."""
 

@@ -22,12 +22,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.memory import jvm_cpu_seconds
+from bench.memory import sample_jvm_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 #: small_query_max_bytes of the two variants: never, and always (above any warehouse here)
@@ -54,23 +53,14 @@ def _cdc(work: Path, config: Path, *args: str) -> dict[str, Any]:
     command = [sys.executable, "-m", "udfs.cli", *args, "--config", str(config)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    last = {"cpu": 0.0}
-
-    def sample() -> None:  # the JVM's last reading before it exits
-        while proc.poll() is None:
-            total, _ = jvm_cpu_seconds(proc.pid)
-            last["cpu"] = max(last["cpu"], total)
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler, last = sample_jvm_cpu(proc)
     stdout, stderr = proc.communicate(timeout=1800)
     wall = time.perf_counter() - t0
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"cdc {args[0]} failed in {work}:\n{stderr[-3000:]}")
     why = next((line for line in stderr.splitlines() if line.startswith(f"cdc {args[0]}: ")), "")
-    return {"wall_s": round(wall, 2), "jvm_cpu_s": round(last["cpu"], 2), "lines": stdout.count("\n"), "why": why}
+    return {"wall_s": round(wall, 2), "jvm_cpu_s": round(last["total"], 2), "lines": stdout.count("\n"), "why": why}
 
 
 def measure(project: Path, rounds: int) -> dict[str, Any]:

@@ -29,13 +29,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.dbt_nodes import node_times
-from bench.memory import jvm_cpu_seconds
+from bench.memory import sample_jvm_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = ("first run", "no new files")
@@ -68,18 +67,7 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
         env["JDK_JAVA_OPTIONS"] = java_options
     t0 = time.perf_counter()
     proc = start_cdc_run(work, env)
-    last: dict[str, Any] = {"total": 0.0, "threads": {}}
-
-    def sample() -> None:  # the JVM's last reading before it exits
-        while proc.poll() is None:
-            total, threads = jvm_cpu_seconds(proc.pid)
-            if total:
-                last["total"] = total
-            last["threads"].update(threads)
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler, last = sample_jvm_cpu(proc)
     stdout, stderr = proc.communicate(timeout=1800)
     wall = time.perf_counter() - t0
     sampler.join()
