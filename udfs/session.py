@@ -20,18 +20,20 @@ DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: JVM options for a JVM that lives a few minutes and plans many small queries: C1 only
 #: (C2's code never pays back its compiling there; it took a third of such a JVM's CPU),
 #: a code cache large enough that its sweeper stays idle (C1 alone shrinks it to 48 MB),
-#: the serial collector. The test suite's JVMs and the SQL linter's run with them, and a
+#: the serial collector. The test suite's JVMs and the SQL linter's run with them, a
 #: ``cdc run`` whose new landing files are small (``small_run_max_bytes``,
-#: udfs/run_size.py): side by side, a run of up to 100k changes took 0.70-0.82x the wall
-#: time with them, but a first load of 1M 1.28x, Spark's tasks running C1's code for
-#: minutes (BENCHMARKS.md, "JVM options").
+#: udfs/run_size.py) and a query command on a warehouse that is not too large
+#: (``small_query_max_bytes``): side by side, a run of up to 100k changes took
+#: 0.70-0.82x the wall time with them, but a first load of 1M 1.28x, Spark's tasks
+#: running C1's code for minutes; a query 0.73-0.85x up to a 1.3 GB warehouse
+#: (BENCHMARKS.md, "JVM options").
 SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC"
 
 
 def driver_java_options(warehouse: Path, user_options: str | None = None, run_options: str = "") -> str:
     """The driver JVM's options: the session's own (Derby's home, so its ``derby.log``
     lands in the warehouse; the ``cdc`` commands' logging), those chosen for the run
-    (``run_options``: ``udfs.run_size.run_java_options``), then the user's
+    (``run_options``: ``udfs.run_size.run_java_options`` or ``query_java_options``), then the user's
     (``spark.driver.extraJavaOptions`` in ``cdc.yml``'s ``spark:``).
 
     Why both: Spark takes one value for the setting, and a user's value set as is would
