@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory import sample_jvm_cpu
+from bench.run_overhead import start_cdc
 
 REPO = Path(__file__).resolve().parents[1]
 #: small_query_max_bytes of the two variants: never, and always (above any warehouse here)
@@ -50,9 +50,8 @@ def _cdc(work: Path, config: Path, *args: str) -> dict[str, Any]:
     lines it printed."""
     env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     env.pop("JDK_JAVA_OPTIONS", None)
-    command = [sys.executable, "-m", "udfs.cli", *args, "--config", str(config)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_cdc(work, env, *args, "--config", str(config))
     sampler, last = sample_jvm_cpu(proc)
     stdout, stderr = proc.communicate(timeout=1800)
     wall = time.perf_counter() - t0

@@ -47,11 +47,11 @@ def thread_kind(name: str) -> str:
     return re.sub(r"[\s#0-9.-]+$", "", name) or name
 
 
-def start_cdc_run(work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """``cdc run`` in ``work`` as a user starts it, its output piped: the caller reads
+def start_cdc(work: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """``cdc ARGS`` in ``work`` as a user starts it, its output piped: the caller reads
     the process (its JVM is a child of it) while it runs."""
     return subprocess.Popen(
-        [sys.executable, "-m", "udfs.cli", "run"],
+        [sys.executable, "-m", "udfs.cli", *args],
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,
@@ -66,7 +66,7 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
     if java_options:
         env["JDK_JAVA_OPTIONS"] = java_options
     t0 = time.perf_counter()
-    proc = start_cdc_run(work, env)
+    proc = start_cdc(work, env, "run")
     sampler, last = sample_jvm_cpu(proc)
     stdout, stderr = proc.communicate(timeout=1800)
     wall = time.perf_counter() - t0

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from bench.memory import jvm_command_lines
-from bench.run_overhead import start_cdc_run
+from bench.run_overhead import start_cdc
 from udfs.config import DEFAULT_SMALL_QUERY_MAX_BYTES, DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
 from udfs.run_size import (
     audit_files_dir,
@@ -331,6 +331,15 @@ def test_the_run_options_come_between_the_sessions_and_the_users():
     assert driver_java_options(Path("/wh"), None, "") == driver_java_options(Path("/wh"))
 
 
+def _jvm_command_lines_while_it_runs(proc: subprocess.Popen) -> list[list[str]]:
+    """The command lines of ``proc``'s JVM children, read as soon as there is one."""
+    command_lines: list[list[str]] = []
+    while proc.poll() is None and not command_lines:
+        command_lines = jvm_command_lines(proc.pid)
+        time.sleep(0.1)
+    return command_lines
+
+
 def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
     """The README's example (two files, 6 changes) through ``cdc run`` as a user runs it:
     no JVM options in the environment (the suite's are taken out). Its schema in mixed
@@ -344,11 +353,8 @@ def test_a_small_cdc_run_starts_its_jvm_with_the_short_lived_options(tmp_path):
     assert landed == sum(p.stat().st_size for p in (work / "landing").rglob("*") if p.is_file()) > 0
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("JDK_JAVA_OPTIONS", None)
-    proc = start_cdc_run(work, env)
-    command_lines: list[list[str]] = []
-    while proc.poll() is None and not command_lines:
-        command_lines = jvm_command_lines(proc.pid)
-        time.sleep(0.1)
+    proc = start_cdc(work, env, "run")
+    command_lines = _jvm_command_lines_while_it_runs(proc)
     stdout, stderr = proc.communicate(timeout=900)
     assert proc.returncode == 0, stderr[-3000:]
     assert "files 2, records 6, changes 6, quarantined 0, skipped 0" in stdout
@@ -404,15 +410,11 @@ def _cdc_query_jvm(work: Path, *args: str) -> tuple[subprocess.CompletedProcess,
     """A query command as a user runs it, and its JVM's command line, read while it runs."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     env.pop("JDK_JAVA_OPTIONS", None)  # the suite's own
-    command = [sys.executable, "-m", "udfs.cli", *args, "--config", str(work / "cdc.yml")]
-    proc = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    command_lines: list[list[str]] = []
-    while proc.poll() is None and not command_lines:
-        command_lines = jvm_command_lines(proc.pid)
-        time.sleep(0.1)
+    proc = start_cdc(work, env, *args, "--config", str(work / "cdc.yml"))
+    command_lines = _jvm_command_lines_while_it_runs(proc)
     stdout, stderr = proc.communicate(timeout=600)
     assert command_lines, "the command's JVM was never seen"
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr), command_lines[0]
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), command_lines[0]
 
 
 def test_a_query_command_on_a_small_warehouse_starts_its_jvm_with_the_short_lived_options(tmp_path):
