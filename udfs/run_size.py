@@ -15,8 +15,8 @@ The count is a hint, not the run's input: the run lists and compares again in Sp
 (stg_landing__files). A count that cannot be made (the table unreadable, a file gone
 during the listing) keeps the JVM's defaults, and a wrong one costs time, never rows.
 The serial collector is added only when none of the user's options, wherever the JVM
-reads them from (cdc.yml, spark-submit's properties files, the environment), selects a
-collector: the JVM refuses to start with two.
+reads them from (cdc.yml, spark-submit's properties files, the environment, the option
+files these name), selects a collector: the JVM refuses to start with two.
 """
 
 from __future__ import annotations
@@ -43,6 +43,15 @@ _JVM_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS
 _WAREHOUSE_DIR = "spark.sql.warehouse.dir"
 #: a line of a Java properties file that sets something (comments start with # or !)
 _PROPERTY = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.*)")
+#: the options that name a file the JVM reads more options from: an ``@argfile`` (on
+#: the launcher's command line and in ``JDK_JAVA_OPTIONS``), ``-XX:VMOptionsFile=``
+#: (options as on the command line) and ``-XX:Flags=`` (lines of ``+UseG1GC``, without
+#: ``-XX:``)
+_OPTION_FILE_PREFIXES = ("@", "-XX:VMOptionsFile=", "-XX:Flags=")
+#: a ``-XX:Flags=`` file's line that sets a flag
+_FLAGS_LINE = re.compile(r"(?m)^\s*(?=[+-]\w)")
+#: a comment line of an argfile or an options file
+_COMMENT_LINE = re.compile(r"(?m)^\s*#.*$")
 
 
 def warehouse_dir(config: Config) -> Path:
@@ -130,7 +139,45 @@ def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -
     for properties_file in spark_properties_files(environ):
         sources += java_options_in(properties_file)
     sources += [environ.get(name, "") for name in ("PYSPARK_SUBMIT_ARGS", *_JVM_OPTION_VARIABLES)]
-    return " ".join(source for source in sources if source)
+    return with_option_files(" ".join(source for source in sources if source))
+
+
+def _named_option_files(options: str) -> list[tuple[str, str]]:
+    """The (prefix, path) of each option of ``options`` that names an options file, the
+    options split as the launcher splits them (quotes, backslashes). A value holding
+    several options, as ``--driver-java-options "-Da=b @gc.args"``, is split again; an
+    ``@`` inside an option (``-Dmail=a@b``) names no file."""
+    if not any(prefix in options for prefix in _OPTION_FILE_PREFIXES):
+        return []  # nothing to split: quotes the JVM reads its own way stay unsplit
+    named = []
+    for token in shlex.split(options):
+        prefix = next((prefix for prefix in _OPTION_FILE_PREFIXES if token.startswith(prefix)), None)
+        if prefix is not None:
+            named.append((prefix, token[len(prefix) :]))
+        elif any(char.isspace() for char in token):
+            named += _named_option_files(token)
+    return named
+
+
+def with_option_files(options: str) -> str:
+    """``options`` followed by the options of every file they name for the JVM to read
+    options from (``_OPTION_FILE_PREFIXES``; a relative path is the current folder's,
+    where the JVM starts), and of the files those name in turn. A file that cannot be
+    read raises ``OSError``, options that cannot be split ``ValueError``: the JVM would
+    not start with either."""
+    texts, pending, seen = [options], [options], set()
+    while pending:
+        for prefix, name in _named_option_files(pending.pop()):
+            path = Path(name)
+            if path in seen:
+                continue
+            seen.add(path)
+            text = _COMMENT_LINE.sub("", path.read_text(encoding="utf-8", errors="replace"))
+            if prefix == "-XX:Flags=":
+                text = _FLAGS_LINE.sub("-XX:", text)
+            texts += [text]
+            pending += [text]
+    return " ".join(texts)
 
 
 def warehouse_bytes(config: Config) -> int:

@@ -92,9 +92,10 @@ def make_config(tmp_path: Path):
 
 
 # The suite's longest files: the minutes each took on its worker in a full run of the
-# suite on this 2-core machine (2026-12-05, `.ci/run` in a fresh clone, nothing else
-# running: 115 worker-minutes, each worker busy 57.6 of them; every file of a minute or
-# more). scripts/test.sh gives each of two workers one file at a time, in the collected
+# suite on this 2-core machine (2026-12-05 15:00 UTC, `.ci/run` of 54c9157 in a fresh
+# clone, nothing else running: 119 worker-minutes, the workers busy 58.9 and 60.2 of
+# them; the files of about a minute or more, test_run_java_options.py with the 20 s of
+# tests added since). scripts/test.sh gives each of two workers one file at a time, in the collected
 # order (--dist loadfile --no-loadscope-reorder): these files are collected first,
 # longest first, so that the run does not end with one worker on a long file and the
 # other idle. xdist's own order (the files with most tests first) put them last and
@@ -103,31 +104,32 @@ def make_config(tmp_path: Path):
 # (every run prints each file's minutes and each worker's at its end:
 # `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
-    "test_key_moves.py": 11.7,
-    "test_thrift_server.py": 11.0,
-    "test_bench_smoke.py": 10.8,
-    "test_cli_crash_idempotence.py": 10.7,
-    "test_changelog_compaction.py": 10.2,
-    "test_differential.py": 9.0,
-    "test_merge_segments.py": 8.2,
-    "test_conformance_debezium.py": 4.6,
-    "test_conformance_canal.py": 4.0,
-    "test_state_columns.py": 3.0,
+    "test_bench_smoke.py": 12.3,
+    "test_cli_crash_idempotence.py": 11.7,
+    "test_key_moves.py": 11.1,
+    "test_thrift_server.py": 10.4,
+    "test_changelog_compaction.py": 10.4,
+    "test_differential.py": 9.3,
+    "test_merge_segments.py": 8.1,
+    "test_conformance_debezium.py": 5.1,
+    "test_conformance_canal.py": 3.5,
+    "test_large_landing_file.py": 2.9,
+    "test_hostile_input.py": 2.9,
+    "test_state_columns.py": 2.9,
     "test_quarantine_retry.py": 2.8,
-    "test_hostile_input.py": 2.6,
-    "test_conformance_arcion.py": 2.5,
-    "test_large_landing_file.py": 2.4,
-    "test_long_history.py": 2.2,
+    "test_run_java_options.py": 2.6,
+    "test_long_history.py": 2.3,
+    "test_conformance_arcion.py": 2.2,
+    "test_decode_spread.py": 2.1,
     "test_run_test_scope.py": 2.1,
-    "test_loaded_at_watermarks.py": 2.0,
-    "test_decode_spread.py": 2.0,
+    "test_loaded_at_watermarks.py": 1.8,
+    "test_audit.py": 1.5,
     "test_session_settings.py": 1.5,
-    "test_audit.py": 1.4,
     "test_properties.py": 1.3,
     "test_parquet_timestamps.py": 1.1,
     "test_schema_evolution.py": 1.1,
-    "test_pipeline_cdl_lindorm.py": 1.0,
     "test_golden.py": 1.0,
+    "test_pipeline_cdl_lindorm.py": 0.8,
 }
 
 TESTS_DIR = Path(__file__).resolve().parent

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from udfs.run_size import (
     run_java_options,
     short_lived_options_for,
     spark_properties_files,
+    user_java_options,
     warehouse_bytes,
     warehouse_dir,
 )
@@ -222,6 +224,63 @@ def test_a_collector_chosen_anywhere_the_jvm_reads_options_is_kept(tmp_path, sou
     )
 
 
+def _option_files(folder: Path) -> dict[str, str]:
+    """Each way of naming a file the JVM reads options from, the file written with a
+    collector in it: the user's option as it names it."""
+    (folder / "gc.args").write_text("# chosen by ops\n-Xss4m\n-XX:+UseParallelGC\n")
+    (folder / "vm.options").write_text("-XX:+UseParallelGC -Da=b\n")
+    (folder / "hotspot.flags").write_text("+UseParallelGC\n-UseCompressedOops\n")
+    (folder / "outer.args").write_text(f"# ops' choice\n-XX:VMOptionsFile={folder / 'vm.options'}\n")
+    (folder / "with space").mkdir()
+    (folder / "with space" / "gc.args").write_text("-XX:+UseParallelGC\n")
+    return {
+        "argfile": f"-Dmail=ops@example.com @{folder / 'gc.args'}",
+        "relative argfile": "@gc.args",
+        "quoted argfile, a space in its path": f'-Da=b "@{folder}/with space/gc.args"',
+        "VMOptionsFile": f"-XX:VMOptionsFile={folder / 'vm.options'}",
+        "Flags": f"-XX:Flags={folder / 'hotspot.flags'}",
+        "an argfile naming a VMOptionsFile": f"@{folder / 'outer.args'}",
+    }
+
+
+def test_a_collector_in_a_file_the_options_name_is_kept(tmp_path, monkeypatch):
+    """The JVM reads more options from an ``@argfile``, ``-XX:VMOptionsFile=`` and
+    ``-XX:Flags=``; a collector there and the serial one stop it at start as surely."""
+    monkeypatch.chdir(tmp_path)  # a relative file is the folder the JVM starts in
+    env = {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}  # the suite's own collector
+    for form, user in _option_files(tmp_path).items():
+        config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": user})
+        assert run_java_options(config, NO_USER_OPTIONS)[0] == C1_AND_CODE_CACHE, form
+        # the JVM starts with the options the session gives it, and not with the serial collector too
+        run_options = short_lived_options_for(user_java_options(config, {}))
+        options = shlex.split(driver_java_options(tmp_path, user, run_options))  # as spark-submit splits them
+        java = subprocess.run(["java", *options, "-version"], env=env, capture_output=True, text=True, check=False)
+        assert java.returncode == 0, (form, java.stderr)
+        both = ["java", "-XX:+UseSerialGC", *shlex.split(user), "-version"]
+        refused = subprocess.run(both, env=env, capture_output=True, text=True, check=False)
+        assert "Multiple garbage collectors selected" in refused.stdout + refused.stderr, form
+    # from the JVM's variables too; the launcher's one reads an @argfile
+    assert run_java_options(_config(tmp_path), {"JDK_JAVA_OPTIONS": "@gc.args"})[0] == C1_AND_CODE_CACHE
+    vm_options = f"-XX:VMOptionsFile={tmp_path / 'vm.options'}"
+    assert run_java_options(_config(tmp_path), {"JAVA_TOOL_OPTIONS": vm_options})[0] == C1_AND_CODE_CACHE
+    # and from spark-submit's arguments, where one value holds several options
+    submit_args = {"PYSPARK_SUBMIT_ARGS": '--driver-java-options "-Da=b @gc.args" pyspark-shell'}
+    assert run_java_options(_config(tmp_path), submit_args)[0] == C1_AND_CODE_CACHE
+    # an @ inside an option names no file; a named file without a collector keeps the serial one
+    (tmp_path / "plain.args").write_text("-Xss4m\n")
+    for user in ("-Dmail=ops@example.com", "@plain.args"):
+        config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": user})
+        assert run_java_options(config, NO_USER_OPTIONS)[0] == SHORT_LIVED_JVM_OPTIONS, user
+    # a named file that cannot be read: the JVM would not start with it either
+    _land(tmp_path / "landing", "1.jsonl", 10)
+    config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": "@missing.args"})
+    assert run_java_options(config, NO_USER_OPTIONS) == (
+        "",
+        "10 bytes of new landing files, but the user's JVM options could not be read ([Errno 2] No such file or "
+        "directory: 'missing.args'): the JVM's default options",
+    )
+
+
 def test_an_unreadable_properties_file_keeps_the_defaults_and_says_why(tmp_path):
     config = _config(tmp_path)
     _land(tmp_path / "landing", "1.jsonl", 10)
@@ -283,18 +342,23 @@ print(json.dumps({"why": why, "jvm": list(jvm_args)}))
 """
 
 
-@pytest.mark.parametrize("source", ["cdc.yml", "spark-defaults.conf"])
+@pytest.mark.parametrize("source", ["cdc.yml", "spark-defaults.conf", "cdc.yml @argfile"])
 def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path, monkeypatch, source):
     """A real Spark session started as ``cdc run`` starts it, the user's collector in
     ``spark.driver.defaultJavaOptions`` (the JVM failed to start with it and the serial
-    one before they were read), the warehouse folder set in cdc.yml (absolute, or
-    relative to the folder the run starts in): the JVM runs the user's collector and C1,
-    and the table it writes is where the count reads it."""
+    one before they were read) or in an ``@argfile`` that ``spark.driver.extraJavaOptions``
+    names (spark-submit hands it to the launcher as it is), the warehouse folder set in
+    cdc.yml (absolute, or relative to the folder the run starts in): the JVM runs the
+    user's collector and C1, and the table it writes is where the count reads it."""
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
     if source == "cdc.yml":
         spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
         spark["spark.driver.defaultJavaOptions"] = "-XX:+UseParallelGC"
+    elif source == "cdc.yml @argfile":
+        (tmp_path / "gc.args").write_text("-XX:+UseParallelGC\n")
+        spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
+        spark["spark.driver.extraJavaOptions"] = f"@{tmp_path / 'gc.args'}"
     else:
         spark = {"spark.sql.warehouse.dir": "elsewhere"}
         (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseParallelGC\n")
@@ -315,11 +379,11 @@ def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path,
     assert probe.returncode == 0, probe.stderr[-3000:]
     seen = json.loads(probe.stdout.strip().splitlines()[-1])
     assert seen["why"].endswith(f"the JVM starts with {C1_AND_CODE_CACHE}")
-    assert "-XX:+UseParallelGC" in seen["jvm"]
+    assert "-XX:+UseParallelGC" in seen["jvm"]  # the launcher puts an argfile's options in its place
     assert "-XX:TieredStopAtLevel=1" in seen["jvm"]
     assert "-XX:+UseSerialGC" not in seen["jvm"]
     monkeypatch.chdir(run_from)
-    where = tmp_path / "elsewhere" if source == "cdc.yml" else run_from / "elsewhere"
+    where = run_from / "elsewhere" if source == "spark-defaults.conf" else tmp_path / "elsewhere"
     assert audit_files_dir(config) == where / "run_size.db" / "audit_files"
     assert processed_files(config) == {"/landing/seen.jsonl"}
 
