@@ -41,6 +41,9 @@ class RunSummary:
     #: quarantined records decoded again (``--retry-quarantine``) and how many now decode
     retried: int = 0
     resolved: int = 0
+    #: new landing files left for a later run: modified within ``min_file_age_seconds``
+    #: of the run's start (see audit_unsettled_files)
+    unsettled_files: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -53,6 +56,11 @@ class RunSummary:
         )
         if self.retried:
             text += f"; retried {self.retried} quarantined record(s), {self.resolved} resolved"
+        if self.unsettled_files:
+            text += (
+                f"; {self.unsettled_files} new landing file(s) modified within min_file_age_seconds left for a "
+                "later run (see audit_unsettled_files)"
+            )
         if self.changed_files:
             text += f"; WARNING: {self.changed_files} processed landing file(s) changed (see audit_changed_files)"
         return text
@@ -71,6 +79,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
             "compact_after_fraction": config.compact_after_fraction,
             "keep_previous_bases": config.keep_previous_bases,
             "compact_changelog_after_files": config.compact_changelog_after_files,
+            "min_file_age_seconds": config.min_file_age_seconds,
             "golden": golden,
             "retry_quarantine": retry_quarantine,
             "test_scope": config.test_scope,
@@ -382,6 +391,17 @@ def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
         f"select count(*), coalesce(sum(case when status != 'quarantined' then 1 else 0 end), 0) "
         f"from `{s}`.quarantine_retries where run_id = '{run_id}'"
     )[0]
+    unsettled = fetch(f"select count(*) from `{s}`.audit_unsettled_files where run_id = '{run_id}'")[0][0]
     return RunSummary(
-        int(f), int(r), int(c), int(q), int(k), sorted(touched), run_id, int(changed), int(retried), int(resolved)
+        int(f),
+        int(r),
+        int(c),
+        int(q),
+        int(k),
+        sorted(touched),
+        run_id,
+        int(changed),
+        int(retried),
+        int(resolved),
+        int(unsettled),
     )

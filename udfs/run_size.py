@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -86,10 +87,19 @@ def processed_files(config: Config) -> set[str]:
     return {path for path in table.column("source_file").to_pylist() if path is not None}
 
 
-def new_landing_bytes(config: Config) -> int:
-    """The bytes of the feeds' landing files that no run has processed yet."""
+def new_landing_bytes(config: Config, now_us: int | None = None) -> int:
+    """The bytes of the feeds' landing files that no run has processed yet, less those
+    the run leaves for a later one (modified within ``min_file_age_seconds`` of
+    ``now_us``, the current time by default)."""
     processed = processed_files(config)
-    return sum(size for feed in config.feeds for path, size, _ in list_files(str(feed.path)) if path not in processed)
+    now_us = time.time_ns() // 1000 if now_us is None else now_us
+    settled_before_us = now_us - config.min_file_age_seconds * 1_000_000 if config.min_file_age_seconds else None
+    return sum(
+        size
+        for feed in config.feeds
+        for path, size, modified_us in list_files(str(feed.path))
+        if path not in processed and (settled_before_us is None or modified_us <= settled_before_us)
+    )
 
 
 def short_lived_options_for(user_options: str) -> str:

@@ -9,7 +9,8 @@
 
     Returns: dict with keys feeds, tables, schema, marts_schema, buckets, decode_task_bytes,
     long_history_versions, compact_after_segments, compact_after_fraction,
-    keep_previous_bases, compact_changelog_after_files, golden, retry_quarantine, test_scope.
+    keep_previous_bases, compact_changelog_after_files, min_file_age_seconds, golden,
+    retry_quarantine, test_scope.
 #}
 {% macro cdc_settings() %}
     {% set settings = var('cdc', {}) %}
@@ -31,6 +32,7 @@
         'compact_after_fraction': settings.get('compact_after_fraction', 0.5),
         'keep_previous_bases': settings.get('keep_previous_bases', 1),
         'compact_changelog_after_files': settings.get('compact_changelog_after_files', 32),
+        'min_file_age_seconds': settings.get('min_file_age_seconds', 0),
         'golden': settings.get('golden', false),
         'retry_quarantine': settings.get('retry_quarantine', false),
         'test_scope': settings.get('test_scope', 'run'),

@@ -138,6 +138,13 @@ def test_the_settings_are_validated_and_default_to_256_mib_and_2_gib(tmp_path):
             message = f"{setting} must be an integer >= 0 \\(bytes; 0: never\\), got {bad!r}"
             with pytest.raises(ConfigError, match=message):
                 _config(tmp_path, **{setting: bad})
+    # the wait for files a writer may still be writing (models/staging/landing/stg_landing__files.sql)
+    assert _config(tmp_path).min_file_age_seconds == 0
+    assert _config(tmp_path, min_file_age_seconds=60).min_file_age_seconds == 60
+    for bad in (-1, "60s", 1.5, True):
+        message = f"min_file_age_seconds must be an integer >= 0 \\(seconds; 0: no wait\\), got {bad!r}"
+        with pytest.raises(ConfigError, match=message):
+            _config(tmp_path, min_file_age_seconds=bad)
 
 
 def test_a_collector_the_user_chose_is_kept(tmp_path):

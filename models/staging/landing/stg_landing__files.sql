@@ -6,7 +6,9 @@
 -- after the changelog and the quarantine: a run killed before that reads it again,
 -- and the changelog and quarantine skip what they already hold. A processed file
 -- that changed since (size or mtime) is not read again: `audit_changed_files`
--- reports it.
+-- reports it. A new file modified within `min_file_age_seconds` of the run's start
+-- is left for a later run (`audit_unsettled_files` reports it): a writer may still be
+-- writing it.
 {% set settings = cdc_settings() %}
 {% set processed = cdc_existing_relation('audit_files') %}
 
@@ -38,6 +40,9 @@ new_files as (
         false as is_retry
     from listed
     left anti join processed on listed.source_file = processed.source_file
+    {% if settings['min_file_age_seconds'] > 0 %}
+        where listed.modified_us <= {{ cdc_settled_before_us() }}
+    {% endif %}
 ),
 
 unresolved as (

@@ -1,0 +1,52 @@
+-- The new landing files this run left for a later one: modified within
+-- `min_file_age_seconds` of its start, so a writer may still be writing them. They
+-- are read by the first run that finds them older. Rebuilt every run; `cdc run`
+-- prints the count.
+{% set settings = cdc_settings() %}
+{% set processed = cdc_existing_relation('audit_files') %}
+
+with
+
+listed as (
+    select * from {{ ref('stg_landing__listed') }}
+),
+
+-- the files this run reads (a retried file is processed already)
+read_now as (
+    select source_file from {{ ref('stg_landing__files') }}
+),
+
+processed as (
+    {% if processed is not none %}
+        select source_file from {{ processed }}
+    {% else %}
+        select cast(null as string) as source_file
+        where false
+    {% endif %}
+),
+
+unsettled as (
+    select
+        listed.feed,
+        listed.source_file,
+        listed.file_size,
+        timestamp_micros(listed.modified_us) as file_modified_at
+    from listed
+    left anti join read_now on listed.source_file = read_now.source_file
+    left anti join processed on listed.source_file = processed.source_file
+    {% if settings['min_file_age_seconds'] > 0 %}
+        where listed.modified_us > {{ cdc_settled_before_us() }}
+    {% else %}
+        where false
+    {% endif %}
+),
+
+final as (
+    select
+        unsettled.*,
+        {{ cdc_string_literal(invocation_id) }} as run_id,
+        {{ cdc_run_started_at() }} as detected_at
+    from unsettled
+)
+
+select * from final
