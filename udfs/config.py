@@ -79,6 +79,9 @@ MAX_DBT_THREADS = 64
 #: files appended to a changelog partition before a run's end compacts the changelog (see
 #: ``Config.compact_changelog_after_files``)
 DEFAULT_COMPACT_CHANGELOG_AFTER_FILES = 32
+#: the longest wait for a landing file to settle (``Config.min_file_age_seconds``): about
+#: 31 years, whose microseconds still fit the SQL's bigint arithmetic
+MAX_MIN_FILE_AGE_SECONDS = 10**9
 #: values of ``test_scope`` (see ``Config.test_scope``)
 TEST_SCOPES = ("run", "all")
 #: new landing bytes up to which ``cdc run`` starts its JVM with the short-lived options
@@ -209,7 +212,14 @@ def load_config(path: str | Path) -> Config:
     in_bytes = "an integer >= 0 (bytes; 0: never)"
     small_run = _integer(raw, "small_run_max_bytes", DEFAULT_SMALL_RUN_MAX_BYTES, requirement=in_bytes)
     small_query = _integer(raw, "small_query_max_bytes", DEFAULT_SMALL_QUERY_MAX_BYTES, requirement=in_bytes)
-    min_file_age = _integer(raw, "min_file_age_seconds", 0, requirement="an integer >= 0 (seconds; 0: no wait)")
+    min_file_age = _integer(
+        raw,
+        "min_file_age_seconds",
+        0,
+        0,
+        MAX_MIN_FILE_AGE_SECONDS,
+        "an integer from 0 to 1000000000 (seconds; 0: no wait)",
+    )
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:

@@ -141,8 +141,9 @@ def test_the_settings_are_validated_and_default_to_256_mib_and_2_gib(tmp_path):
     # the wait for files a writer may still be writing (models/staging/landing/stg_landing__files.sql)
     assert _config(tmp_path).min_file_age_seconds == 0
     assert _config(tmp_path, min_file_age_seconds=60).min_file_age_seconds == 60
-    for bad in (-1, "60s", 1.5, True):
-        message = f"min_file_age_seconds must be an integer >= 0 \\(seconds; 0: no wait\\), got {bad!r}"
+    assert _config(tmp_path, min_file_age_seconds=10**9).min_file_age_seconds == 10**9
+    for bad in (-1, "60s", 1.5, True, 10**9 + 1):
+        message = f"min_file_age_seconds must be an integer from 0 to 1000000000 \\(seconds; 0: no wait\\), got {bad!r}"
         with pytest.raises(ConfigError, match=message):
             _config(tmp_path, min_file_age_seconds=bad)
 
