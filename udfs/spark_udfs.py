@@ -26,7 +26,7 @@ Arrow array out; no row-at-a-time Python UDF) or a table function, registered un
     conflict when they do not widen to one (see :mod:`udfs.types`).
 ``cdc_list_files(root)``
     table function: every file below ``root`` (recursive; names starting with ``.`` or
-    ``_`` are skipped, as Spark's file sources do).
+    ``_`` are skipped, as Spark's file sources do; links followed, see :func:`list_files`).
 
 Two analyst functions decode Arcion's nested JSON strings (see
 :mod:`udfs.formats.arcion_cursor`); they keep the vendor's names, no ``cdc_`` prefix:
@@ -415,16 +415,44 @@ def _binary_values(format_identifier: str | None) -> bool:
 
 
 def list_files(root: str) -> Iterator[tuple[str, int, int]]:
-    """Pure generator behind ``cdc_list_files``: (absolute path, size, mtime in us), sorted."""
+    """Pure generator behind ``cdc_list_files``: (absolute path, size, mtime in us), sorted.
+
+    As Spark lists a folder through Hadoop's local file system: names starting with ``.``
+    or ``_`` are skipped; symbolic links are followed, to files and to folders (a folder
+    reached twice, by two links or a loop, is listed once, under the first path found);
+    an entry gone by the time it is read (a file deleted during the listing, a link to
+    nothing) is not a file. A folder that cannot be read fails the listing, naming it,
+    where ``os.walk`` would leave its files out without a word; so does a missing root.
+    """
     root_path = Path(local_path(root))
+    if not root_path.is_dir():
+        raise FileNotFoundError(f"the landing folder {root_path} does not exist or is not a folder")
+
+    def unreadable(error: OSError) -> None:
+        if not isinstance(error, FileNotFoundError):  # a folder deleted during the listing has no files
+            raise error
+
     found = []
-    for dirpath, dirnames, filenames in os.walk(root_path):
+    folders_seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root_path, onerror=unreadable, followlinks=True):
+        try:
+            folder = os.stat(dirpath)
+        except FileNotFoundError:
+            dirnames[:] = []
+            continue
+        if (folder.st_dev, folder.st_ino) in folders_seen:
+            dirnames[:] = []  # a loop, or a second link to a folder listed already
+            continue
+        folders_seen.add((folder.st_dev, folder.st_ino))
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
         for name in filenames:
             if name.startswith((".", "_")):
                 continue
             p = Path(dirpath) / name
-            st = p.stat()
+            try:
+                st = p.stat()
+            except FileNotFoundError:
+                continue  # deleted since its folder was read, or a link to nothing
             found.append((str(p), st.st_size, st.st_mtime_ns // 1000))
     yield from sorted(found)
 

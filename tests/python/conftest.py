@@ -92,45 +92,43 @@ def make_config(tmp_path: Path):
 
 
 # The suite's longest files: the minutes each took on its worker in a full run of the
-# suite on this 2-core machine (2026-12-05 15:00 UTC, `.ci/run` of 54c9157 in a fresh
-# clone, nothing else running: 119 worker-minutes, the workers busy 58.9 and 60.2 of
-# them; the files of about a minute or more, test_run_java_options.py with the 20 s of
-# tests added since, test_audit.py with its min_file_age_seconds test, 3.3 minutes in a
-# run of three files). scripts/test.sh gives each of two workers one file at a time, in
-# the collected order (--dist loadfile --no-loadscope-reorder): these files are
-# collected first, longest first, so that the run does not end with one worker on a long
-# file and the other idle. xdist's own order (the files with most tests first) put them
-# last and left a worker idle for ten minutes. Files not listed follow in their usual
-# order. Only the order matters: refresh the figures when a file's time moves by minutes
-# (every run prints each file's minutes and each worker's at its end:
+# suite on this 2-core machine (2026-12-05 17:39 UTC, `.ci/run` of 10ee33b in a fresh
+# clone, nothing else running: 116.5 worker-minutes, the workers busy 58.6 and 58.0 of
+# them; every file of a minute or more). scripts/test.sh gives each of two workers one
+# file at a time, in the collected order (--dist loadfile --no-loadscope-reorder): these
+# files are collected first, longest first, so that the run does not end with one worker
+# on a long file and the other idle. xdist's own order (the files with most tests first)
+# put them last and left a worker idle for ten minutes. Files not listed follow in their
+# usual order. Only the order matters: refresh the figures when a file's time moves by
+# minutes (every run prints each file's minutes and each worker's at its end:
 # `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
-    "test_bench_smoke.py": 12.3,
-    "test_cli_crash_idempotence.py": 11.7,
-    "test_key_moves.py": 11.1,
-    "test_thrift_server.py": 10.4,
-    "test_changelog_compaction.py": 10.4,
-    "test_differential.py": 9.3,
-    "test_merge_segments.py": 8.1,
-    "test_conformance_debezium.py": 5.1,
-    "test_conformance_canal.py": 3.5,
-    "test_audit.py": 3.3,
-    "test_large_landing_file.py": 2.9,
-    "test_hostile_input.py": 2.9,
-    "test_state_columns.py": 2.9,
-    "test_quarantine_retry.py": 2.8,
-    "test_run_java_options.py": 2.6,
+    "test_key_moves.py": 12.1,
+    "test_changelog_compaction.py": 11.0,
+    "test_bench_smoke.py": 10.9,
+    "test_cli_crash_idempotence.py": 10.9,
+    "test_thrift_server.py": 10.1,
+    "test_merge_segments.py": 7.9,
+    "test_differential.py": 6.5,
+    "test_conformance_debezium.py": 4.0,
+    "test_conformance_canal.py": 3.7,
+    "test_audit.py": 3.4,
+    "test_run_java_options.py": 3.2,
+    "test_quarantine_retry.py": 2.6,
+    "test_large_landing_file.py": 2.6,
+    "test_conformance_arcion.py": 2.6,
+    "test_state_columns.py": 2.5,
+    "test_hostile_input.py": 2.4,
     "test_long_history.py": 2.3,
-    "test_conformance_arcion.py": 2.2,
     "test_decode_spread.py": 2.1,
-    "test_run_test_scope.py": 2.1,
+    "test_run_test_scope.py": 2.0,
     "test_loaded_at_watermarks.py": 1.8,
-    "test_session_settings.py": 1.5,
-    "test_properties.py": 1.3,
+    "test_session_settings.py": 1.4,
+    "test_properties.py": 1.4,
+    "test_pipeline_cdl_lindorm.py": 1.3,
+    "test_schema_evolution.py": 1.2,
+    "test_golden.py": 1.2,
     "test_parquet_timestamps.py": 1.1,
-    "test_schema_evolution.py": 1.1,
-    "test_golden.py": 1.0,
-    "test_pipeline_cdl_lindorm.py": 0.8,
 }
 
 TESTS_DIR = Path(__file__).resolve().parent
