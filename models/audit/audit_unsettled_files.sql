@@ -11,11 +11,6 @@ listed as (
     select * from {{ ref('stg_landing__listed') }}
 ),
 
--- the files this run reads (a retried file is processed already)
-read_now as (
-    select source_file from {{ ref('stg_landing__files') }}
-),
-
 processed as (
     {% if processed is not none %}
         select source_file from {{ processed }}
@@ -25,6 +20,8 @@ processed as (
     {% endif %}
 ),
 
+-- not processed (by an earlier run or this one) and too young: the files this run
+-- reads are older, whether `audit_files` holds them yet or not
 unsettled as (
     select
         listed.feed,
@@ -32,7 +29,6 @@ unsettled as (
         listed.file_size,
         timestamp_micros(listed.modified_us) as file_modified_at
     from listed
-    left anti join read_now on listed.source_file = read_now.source_file
     left anti join processed on listed.source_file = processed.source_file
     {% if settings['min_file_age_seconds'] > 0 %}
         where listed.modified_us > {{ cdc_settled_before_us() }}
