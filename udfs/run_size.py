@@ -49,6 +49,12 @@ _PROPERTY = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.
 #: (options as on the command line) and ``-XX:Flags=`` (lines of ``+UseG1GC``, without
 #: ``-XX:``)
 _OPTION_FILE_PREFIXES = ("@", "-XX:VMOptionsFile=", "-XX:Flags=")
+#: a spark-submit argument whose value holds JVM options: ``--driver-java-options=VALUE``,
+#: and ``KEY=VALUE`` of a ``--conf`` (``-c``, ``--conf=``) that sets one of the settings
+_SUBMIT_JAVA_OPTIONS = re.compile(
+    r"(?:--driver-java-options=|(?:--conf=)?(?:" + "|".join(map(re.escape, _JVM_OPTION_SETTINGS)) + r")=)(?P<value>.*)",
+    re.DOTALL,
+)
 #: a ``-XX:Flags=`` file's line that sets a flag
 _FLAGS_LINE = re.compile(r"(?m)^\s*(?=[+-]\w)")
 #: a comment line of an argfile or an options file
@@ -155,15 +161,19 @@ def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -
 def _named_option_files(options: str) -> list[tuple[str, str]]:
     """The (prefix, path) of each option of ``options`` that names an options file, the
     options split as the launcher splits them (quotes, backslashes). A value holding
-    several options, as ``--driver-java-options "-Da=b @gc.args"``, is split again; an
+    several options, as ``--driver-java-options "-Da=b @gc.args"``, is split again, as is
+    the value of spark-submit's ``--conf spark.driver.defaultJavaOptions=@gc.args``; an
     ``@`` inside an option (``-Dmail=a@b``) names no file."""
     if not any(prefix in options for prefix in _OPTION_FILE_PREFIXES):
         return []  # nothing to split: quotes the JVM reads its own way stay unsplit
     named = []
     for token in shlex.split(options):
         prefix = next((prefix for prefix in _OPTION_FILE_PREFIXES if token.startswith(prefix)), None)
+        submitted = _SUBMIT_JAVA_OPTIONS.fullmatch(token)
         if prefix is not None:
             named.append((prefix, token[len(prefix) :]))
+        elif submitted:
+            named += _named_option_files(submitted["value"])
         elif any(char.isspace() for char in token):
             named += _named_option_files(token)
     return named

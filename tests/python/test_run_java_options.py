@@ -271,14 +271,27 @@ def test_a_collector_in_a_file_the_options_name_is_kept(tmp_path, monkeypatch):
     assert run_java_options(_config(tmp_path), {"JDK_JAVA_OPTIONS": "@gc.args"})[0] == C1_AND_CODE_CACHE
     vm_options = f"-XX:VMOptionsFile={tmp_path / 'vm.options'}"
     assert run_java_options(_config(tmp_path), {"JAVA_TOOL_OPTIONS": vm_options})[0] == C1_AND_CODE_CACHE
-    # and from spark-submit's arguments, where one value holds several options
-    submit_args = {"PYSPARK_SUBMIT_ARGS": '--driver-java-options "-Da=b @gc.args" pyspark-shell'}
-    assert run_java_options(_config(tmp_path), submit_args)[0] == C1_AND_CODE_CACHE
-    # an @ inside an option names no file; a named file without a collector keeps the serial one
+    # and from spark-submit's arguments: a value holding several options, a --conf's value
+    # (spark-submit takes each of these forms; with --conf's defaultJavaOptions the JVM refused to start)
+    for submit in (
+        '--driver-java-options "-Da=b @gc.args"',
+        "--driver-java-options=@gc.args",
+        "--conf spark.driver.defaultJavaOptions=@gc.args",
+        "-c spark.driver.defaultJavaOptions=@gc.args",
+        "--conf=spark.driver.defaultJavaOptions=@gc.args",
+        "--conf 'spark.driver.extraJavaOptions=-Da=b @gc.args'",
+    ):
+        submit_args = {"PYSPARK_SUBMIT_ARGS": f"{submit} pyspark-shell"}
+        assert run_java_options(_config(tmp_path), submit_args)[0] == C1_AND_CODE_CACHE, submit
+    # an @ inside an option, or in another setting's value, names no file; a named file
+    # without a collector keeps the serial one
     (tmp_path / "plain.args").write_text("-Xss4m\n")
     for user in ("-Dmail=ops@example.com", "@plain.args"):
         config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": user})
         assert run_java_options(config, NO_USER_OPTIONS)[0] == SHORT_LIVED_JVM_OPTIONS, user
+    for submit in ("--conf spark.app.name=@gc.args", "--conf spark.driver.defaultJavaOptions=-Dmail=ops@gc.args"):
+        submit_args = {"PYSPARK_SUBMIT_ARGS": f"{submit} pyspark-shell"}
+        assert run_java_options(_config(tmp_path), submit_args)[0] == SHORT_LIVED_JVM_OPTIONS, submit
     # a named file that cannot be read: the JVM would not start with it either
     _land(tmp_path / "landing", "1.jsonl", 10)
     config = _config(tmp_path, spark={"spark.driver.extraJavaOptions": "@missing.args"})
@@ -350,16 +363,20 @@ print(json.dumps({"why": why, "jvm": list(jvm_args)}))
 """
 
 
-@pytest.mark.parametrize("source", ["cdc.yml", "spark-defaults.conf", "cdc.yml @argfile"])
+@pytest.mark.parametrize(
+    "source", ["cdc.yml", "spark-defaults.conf", "cdc.yml @argfile", "PYSPARK_SUBMIT_ARGS @argfile"]
+)
 def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path, monkeypatch, source):
     """A real Spark session started as ``cdc run`` starts it, the user's collector in
     ``spark.driver.defaultJavaOptions`` (the JVM failed to start with it and the serial
     one before they were read) or in an ``@argfile`` that ``spark.driver.extraJavaOptions``
-    names (spark-submit hands it to the launcher as it is), the warehouse folder set in
+    or a ``--conf spark.driver.defaultJavaOptions=`` of ``PYSPARK_SUBMIT_ARGS`` names
+    (spark-submit hands it to the launcher as it is), the warehouse folder set in
     cdc.yml (absolute, or relative to the folder the run starts in): the JVM runs the
     user's collector and C1, and the table it writes is where the count reads it."""
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
+    submit_args = {}
     if source == "cdc.yml":
         spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
         spark["spark.driver.defaultJavaOptions"] = "-XX:+UseParallelGC"
@@ -367,13 +384,18 @@ def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path,
         (tmp_path / "gc.args").write_text("-XX:+UseParallelGC\n")
         spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
         spark["spark.driver.extraJavaOptions"] = f"@{tmp_path / 'gc.args'}"
+    elif source == "PYSPARK_SUBMIT_ARGS @argfile":
+        (tmp_path / "gc.args").write_text("-XX:+UseParallelGC\n")
+        spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
+        submit = f"--conf spark.driver.defaultJavaOptions=@{tmp_path / 'gc.args'} pyspark-shell"
+        submit_args = {"PYSPARK_SUBMIT_ARGS": submit}
     else:
         spark = {"spark.sql.warehouse.dir": "elsewhere"}
         (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseParallelGC\n")
     config = _config(tmp_path, spark=spark)
     run_from = tmp_path / "run_from"  # not cdc.yml's folder: Spark's relative path is the process's
     run_from.mkdir()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir)}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_CONF_DIR": str(conf_dir), **submit_args}
     env.pop("JDK_JAVA_OPTIONS", None)  # the suite's own, which select the serial collector
     probe = subprocess.run(
         [sys.executable, "-c", SESSION_PROBE, str(tmp_path / "cdc.yml")],
