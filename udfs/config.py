@@ -35,7 +35,7 @@ TOP_LEVEL_KEYS = {
     "min_file_age_seconds",
     "spark",
 }
-FEED_KEYS = {"name", "format", "path", "framing", "options"}
+FEED_KEYS = {"name", "format", "path", "framing", "options", "min_file_age_seconds"}
 TABLE_KEYS = {"key", "columns"}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A Spark SQL type as written in a config: simple names, decimal(p,s), varchar(n)...
@@ -57,6 +57,8 @@ class Feed:
     path: Path
     framing: str
     options: dict[str, Any] = field(default_factory=dict)
+    #: the feed's own ``min_file_age_seconds``, else the configuration's (``Config.min_file_age_seconds``)
+    min_file_age_seconds: int = 0
 
 
 @dataclass
@@ -146,7 +148,8 @@ class Config:
     #: a landing file modified less than this many seconds before a run starts is left
     #: for a later run (reported in ``audit_unsettled_files``): for a writer that
     #: writes a file in place, where a run could read it half written (0: every
-    #: listed file is read; see models/staging/landing/stg_landing__files.sql)
+    #: listed file is read; see models/staging/landing/stg_landing__files.sql). The
+    #: feeds that do not set their own (``Feed.min_file_age_seconds``)
     min_file_age_seconds: int = 0
 
     def table(self, name: str) -> TableConfig:
@@ -212,14 +215,8 @@ def load_config(path: str | Path) -> Config:
     in_bytes = "an integer >= 0 (bytes; 0: never)"
     small_run = _integer(raw, "small_run_max_bytes", DEFAULT_SMALL_RUN_MAX_BYTES, requirement=in_bytes)
     small_query = _integer(raw, "small_query_max_bytes", DEFAULT_SMALL_QUERY_MAX_BYTES, requirement=in_bytes)
-    min_file_age = _integer(
-        raw,
-        "min_file_age_seconds",
-        0,
-        0,
-        MAX_MIN_FILE_AGE_SECONDS,
-        "an integer from 0 to 1000000000 (seconds; 0: no wait)",
-    )
+    in_seconds = "an integer from 0 to 1000000000 (seconds; 0: no wait)"
+    min_file_age = _integer(raw, "min_file_age_seconds", 0, 0, MAX_MIN_FILE_AGE_SECONDS, in_seconds)
 
     feeds_raw = raw.get("feeds")
     if not isinstance(feeds_raw, list) or not feeds_raw:
@@ -259,7 +256,11 @@ def load_config(path: str | Path) -> Config:
             decoder({k: v for k, v in options.items() if k != "header"})
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"{where}: bad options for format {fmt}: {exc}") from None
-        feeds.append(Feed(name, fmt, feed_path, framing, options))
+        try:
+            feed_age = _integer(f, "min_file_age_seconds", min_file_age, 0, MAX_MIN_FILE_AGE_SECONDS, in_seconds)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        feeds.append(Feed(name, fmt, feed_path, framing, options, feed_age))
 
     tables: dict[str, TableConfig] = {}
     for name, t in (raw.get("tables") or {}).items():

@@ -90,6 +90,7 @@ def dbt_vars(config: Config, golden: bool = False, retry_quarantine: bool = Fals
                     "framing": f.framing,
                     "path": str(f.path),
                     "decoder_options": json.dumps(config.decoder_options(f), sort_keys=True),
+                    "min_file_age_seconds": f.min_file_age_seconds,
                 }
                 for f in config.feeds
             ],

@@ -95,16 +95,16 @@ def processed_files(config: Config) -> set[str]:
 
 def new_landing_bytes(config: Config, now_us: int | None = None) -> int:
     """The bytes of the feeds' landing files that no run has processed yet, less those
-    the run leaves for a later one (modified within ``min_file_age_seconds`` of
-    ``now_us``, the current time by default)."""
+    the run leaves for a later one (modified within their feed's ``min_file_age_seconds``
+    of ``now_us``, the current time by default)."""
     processed = processed_files(config)
     now_us = time.time_ns() // 1000 if now_us is None else now_us
-    settled_before_us = now_us - config.min_file_age_seconds * 1_000_000 if config.min_file_age_seconds else None
     return sum(
         size
         for feed in config.feeds
         for path, size, modified_us in list_files(str(feed.path))
-        if path not in processed and (settled_before_us is None or modified_us <= settled_before_us)
+        if path not in processed
+        and (not feed.min_file_age_seconds or modified_us <= now_us - feed.min_file_age_seconds * 1_000_000)
     )
 
 

@@ -1,8 +1,7 @@
--- The new landing files this run left for a later one: modified within
+-- The new landing files this run left for a later one: modified within their feed's
 -- `min_file_age_seconds` of its start, so a writer may still be writing them. They
 -- are read by the first run that finds them older. Rebuilt every run; `cdc run`
 -- prints the count.
-{% set settings = cdc_settings() %}
 {% set processed = cdc_existing_relation('audit_files') %}
 
 with
@@ -30,8 +29,8 @@ unsettled as (
         timestamp_micros(listed.modified_us) as file_modified_at
     from listed
     left anti join processed on listed.source_file = processed.source_file
-    {% if settings['min_file_age_seconds'] > 0 %}
-        where listed.modified_us > {{ cdc_settled_before_us() }}
+    {% if cdc_min_file_ages().values() | select('gt', 0) | list %}
+        where listed.modified_us > {{ cdc_settled_before_us('listed.feed') }}
     {% else %}
         where false
     {% endif %}

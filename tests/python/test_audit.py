@@ -85,9 +85,14 @@ def test_accounting_per_file_and_run_and_changed_files(spark, make_config, tmp_p
 def test_a_file_modified_within_min_file_age_waits_for_a_later_run(spark, make_config, tmp_path):
     """``min_file_age_seconds``: a new file modified within it of a run's start may still
     be written; it is left for a later run and reported, and the first run that finds it
-    older reads it whole. Processed and retried files are not held back."""
+    older reads it whole. Processed and retried files are not held back. A feed's own
+    setting wins over the top-level one: feed ``f`` takes the top-level hour, feed ``g``
+    sets 0 and its young file is read at once."""
     config = make_config(
-        [{"name": "f", "format": "debezium_json", "path": "landing/f"}],
+        [
+            {"name": "f", "format": "debezium_json", "path": "landing/f"},
+            {"name": "g", "format": "debezium_json", "path": "landing/g", "min_file_age_seconds": 0},
+        ],
         {"items": {"key": ["id"]}},
         min_file_age_seconds=3600,
     )
@@ -97,19 +102,21 @@ def test_a_file_modified_within_min_file_age_waits_for_a_later_run(spark, make_c
     _write(landing / "old.jsonl", [GOOD % (1, 1, 10)])
     os.utime(landing / "old.jsonl", (two_hours_ago, two_hours_ago))
     _write(landing / "young.jsonl", [GOOD % (2, 2, 20), '{"op": "c", "after": {"id": 3'])  # its writer is on it
+    at_once = tmp_path / "landing" / "g" / "now.jsonl"
+    _write(at_once, [GOOD % (5, 5, 50)])
 
     # the count that chooses the JVM's options leaves it out too
-    assert new_landing_bytes(load_config(config)) == (landing / "old.jsonl").stat().st_size
+    assert new_landing_bytes(load_config(config)) == (landing / "old.jsonl").stat().st_size + at_once.stat().st_size
 
     first = run_pipeline(config, spark=spark)
-    assert (first.files, first.records, first.quarantined, first.unsettled_files) == (1, 1, 0, 1)
+    assert (first.files, first.records, first.quarantined, first.unsettled_files) == (2, 2, 0, 1)
     assert "1 new landing file(s) modified within min_file_age_seconds left for a later run" in str(first)
     unsettled = spark.sql(f"select * from {schema}.audit_unsettled_files").collect()
-    assert [(os.path.basename(r.source_file), r.file_size, r.run_id) for r in unsettled] == [
-        ("young.jsonl", (landing / "young.jsonl").stat().st_size, first.run_id)
+    assert [(r.feed, os.path.basename(r.source_file), r.file_size, r.run_id) for r in unsettled] == [
+        ("f", "young.jsonl", (landing / "young.jsonl").stat().st_size, first.run_id)
     ]
-    processed = spark.sql(f"select source_file from {schema}.audit_files").collect()
-    assert [os.path.basename(r.source_file) for r in processed] == ["old.jsonl"]
+    processed = spark.sql(f"select source_file from {schema}.audit_files order by source_file").collect()
+    assert [os.path.basename(r.source_file) for r in processed] == ["old.jsonl", "now.jsonl"]
 
     # the writer finishes the file: still young, still left
     _write(landing / "young.jsonl", [GOOD % (2, 2, 20), GOOD % (3, 3, 30)])
@@ -124,7 +131,7 @@ def test_a_file_modified_within_min_file_age_waits_for_a_later_run(spark, make_c
     assert "min_file_age_seconds" not in str(third)
     assert spark.sql(f"select count(*) from {schema}.audit_unsettled_files").collect()[0][0] == 0
     ids = spark.sql(f"select after['id'] as id from {schema}.changelog order by id").collect()
-    assert [r.id for r in ids] == ["1", "2", "3"]
+    assert [r.id for r in ids] == ["1", "2", "3", "5"]
 
     # a processed file modified again is a changed file, not an unsettled one
     _write(landing / "old.jsonl", [GOOD % (1, 1, 10), GOOD % (4, 4, 40)])

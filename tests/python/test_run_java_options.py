@@ -146,6 +146,18 @@ def test_the_settings_are_validated_and_default_to_256_mib_and_2_gib(tmp_path):
         message = f"min_file_age_seconds must be an integer from 0 to 1000000000 \\(seconds; 0: no wait\\), got {bad!r}"
         with pytest.raises(ConfigError, match=message):
             _config(tmp_path, min_file_age_seconds=bad)
+    # a feed's own wait wins over the top-level one, which the others take; validated the same way
+    feeds = [
+        {"name": "kept", "format": "debezium_json", "path": "landing"},
+        {"name": "own", "format": "debezium_json", "path": "landing", "min_file_age_seconds": 0},
+    ]
+    config = _config(tmp_path, min_file_age_seconds=60, feeds=feeds)
+    assert [(feed.name, feed.min_file_age_seconds) for feed in config.feeds] == [("kept", 60), ("own", 0)]
+    assert [feed.min_file_age_seconds for feed in _config(tmp_path, feeds=feeds[:1]).feeds] == [0]
+    for bad in (-1, "60s", 1.5, True, 10**9 + 1):
+        message = f"feed 'own': min_file_age_seconds must be an integer from 0 to 1000000000 .*, got {bad!r}"
+        with pytest.raises(ConfigError, match=message):
+            _config(tmp_path, feeds=[{**feeds[1], "min_file_age_seconds": bad}])
 
 
 def test_a_collector_the_user_chose_is_kept(tmp_path):

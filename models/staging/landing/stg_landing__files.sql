@@ -6,9 +6,9 @@
 -- after the changelog and the quarantine: a run killed before that reads it again,
 -- and the changelog and quarantine skip what they already hold. A processed file
 -- that changed since (size or mtime) is not read again: `audit_changed_files`
--- reports it. A new file modified within `min_file_age_seconds` of the run's start
--- is left for a later run (`audit_unsettled_files` reports it): a writer may still be
--- writing it.
+-- reports it. A new file modified within its feed's `min_file_age_seconds` of the
+-- run's start is left for a later run (`audit_unsettled_files` reports it): a writer
+-- may still be writing it.
 {% set settings = cdc_settings() %}
 {% set processed = cdc_existing_relation('audit_files') %}
 
@@ -40,8 +40,8 @@ new_files as (
         false as is_retry
     from listed
     left anti join processed on listed.source_file = processed.source_file
-    {% if settings['min_file_age_seconds'] > 0 %}
-        where listed.modified_us <= {{ cdc_settled_before_us() }}
+    {% if cdc_min_file_ages().values() | select('gt', 0) | list %}
+        where listed.modified_us <= {{ cdc_settled_before_us('listed.feed') }}
     {% endif %}
 ),
 
