@@ -4,7 +4,10 @@ embedded Derby under the warehouse folder, UTC, the ``cdc_`` functions registere
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,53 @@ def driver_java_options(warehouse: Path, user_options: str | None = None, run_op
     return " ".join(part for part in (own, run_options.strip(), (user_options or "").strip()) if part)
 
 
+def submitted_driver_java_options(submit_args: str) -> tuple[str, str | None]:
+    """``submit_args`` (``PYSPARK_SUBMIT_ARGS``) without the arguments that set the
+    driver's extra JVM options (``--driver-java-options VALUE`` or ``=VALUE``; ``--conf``
+    or ``-c spark.driver.extraJavaOptions=VALUE``, ``--conf=...``), and the value that
+    spark-submit would take of them (the last), or None when none does (then
+    ``submit_args`` unchanged). Arguments that cannot be split are left to pyspark,
+    which fails on them with shlex's error."""
+    try:
+        args = shlex.split(submit_args)
+    except ValueError:
+        return submit_args, None
+    kept: list[str] = []
+    value = None
+    n = 0
+    while n < len(args):
+        arg, following = args[n], args[n + 1] if n + 1 < len(args) else ""
+        if arg == "--driver-java-options" and n + 1 < len(args):
+            value, n = following, n + 2
+        elif arg.startswith("--driver-java-options="):
+            value, n = arg.partition("=")[2], n + 1
+        elif arg in ("--conf", "-c") and following.startswith(f"{DRIVER_JAVA_OPTIONS}="):
+            value, n = following.partition("=")[2], n + 2
+        elif arg.startswith(f"--conf={DRIVER_JAVA_OPTIONS}="):
+            value, n = arg.partition("=")[2].partition("=")[2], n + 1
+        else:
+            kept.append(arg)
+            n += 1
+    return (submit_args, None) if value is None else (shlex.join(kept), value)
+
+
+@contextmanager
+def _submit_args(value: str | None) -> Iterator[None]:
+    """``PYSPARK_SUBMIT_ARGS`` set to ``value`` (unset: None) while the JVM starts."""
+    before = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    if value is None:
+        os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+    else:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        else:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = before
+
+
 #: Spark's fallback for a partition filter the Hive metastore fails on (see build_session).
 PARTITION_FILTER_FALLBACK = "spark.sql.hive.metastorePartitionPruningFallbackOnException"
 
@@ -57,8 +107,9 @@ def build_session(
     """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s).
 
     ``spark:`` settings of the configuration and ``extra_conf`` are applied last (the
-    driver's JVM options after the session's own and ``run_java_options``:
-    :func:`driver_java_options`; all of them only when no session is running). With a
+    driver's JVM options after the session's own and ``run_java_options``, and those
+    ``PYSPARK_SUBMIT_ARGS`` sets after them: :func:`driver_java_options`,
+    :func:`submitted_driver_java_options`; all of them only when no session is running). With a
     master that is not local, the ``udfs`` package is shipped to the executors with the
     job (``addPyFile``), so they need only pyspark's own dependencies.
     """
@@ -84,6 +135,17 @@ def build_session(
     wh.mkdir(parents=True, exist_ok=True)
     conf = dict(config.spark_conf) if isinstance(config, Config) else {}
     conf.update(extra_conf or {})
+    # spark-submit takes one value of the driver's extra options, the last it is given:
+    # one set in PYSPARK_SUBMIT_ARGS (which pyspark passes after the session's settings)
+    # would replace the session's own options, as a value set in cdc.yml would. So it is
+    # taken out of the arguments and added after cdc.yml's: the JVM takes the last of
+    # two same options, so the user's still win.
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    user_java_options = conf.pop(DRIVER_JAVA_OPTIONS, None)
+    if submit_args is not None:
+        submit_args, submitted = submitted_driver_java_options(submit_args)
+        if submitted is not None:
+            user_java_options = " ".join(part for part in (user_java_options, submitted) if part)
     builder = (
         SparkSession.builder.appName("cdc")
         .master(master)
@@ -91,7 +153,7 @@ def build_session(
         .config(
             "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={wh / 'metastore_db'};create=true"
         )
-        .config(DRIVER_JAVA_OPTIONS, driver_java_options(wh, conf.pop(DRIVER_JAVA_OPTIONS, None), run_java_options))
+        .config(DRIVER_JAVA_OPTIONS, driver_java_options(wh, user_java_options, run_java_options))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
         # timestamps as INT64 microseconds, not INT96 (Spark's default, deprecated in
@@ -121,7 +183,8 @@ def build_session(
     )
     for name, value in conf.items():
         builder = builder.config(name, value)
-    spark = builder.getOrCreate()
+    with _submit_args(submit_args):
+        spark = builder.getOrCreate()
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(str(package_zip(wh)))
     spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))

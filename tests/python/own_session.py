@@ -17,10 +17,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_script(script: str, *args: str, cwd: Path) -> Any:
+def run_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
     """Run ``script`` with ``args`` in ``cwd`` (the project importable, the workers on
-    this interpreter); fail with its stderr's end unless it succeeds."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+    this interpreter, ``env`` added to the environment); fail with its stderr's end
+    unless it succeeds."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO), **(env or {})}
     p = subprocess.run(
         [sys.executable, "-c", script, *args],
         cwd=cwd,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from own_session import run_script
 
-from udfs.session import LOG4J2, driver_java_options
+from udfs.session import LOG4J2, driver_java_options, submitted_driver_java_options
 
 #: a session built as ``cdc run`` builds it, with the user's driver options; the JVM's
 #: system properties those options set, and where Derby wrote its log once the metastore
@@ -31,7 +31,7 @@ spark.sql("create database if not exists d")  # starts the metastore, and so Der
 system = spark._jvm.java.lang.System
 print("RESULT " + json.dumps({
     name: system.getProperty(name)
-    for name in ("derby.system.home", "log4j2.configurationFile", "cdc.test.user_option")
+    for name in ("derby.system.home", "log4j2.configurationFile", "cdc.test.user_option", "cdc.test.submitted")
 }))
 """
 
@@ -60,3 +60,46 @@ def test_a_users_driver_options_are_added_to_the_sessions_own(tmp_path):
     assert (derby_home / "derby.log").exists()
     assert not (tmp_path / "derby.log").exists()
     assert not (warehouse / "derby.log").exists()
+
+
+def test_the_driver_options_spark_submit_is_given_are_taken_out_of_its_arguments():
+    """Each way spark-submit takes the driver's extra options; the last one given is the
+    one it keeps. Other arguments, and other settings' values, stay as they were."""
+    extra = "spark.driver.extraJavaOptions"
+    for args, value in (
+        ("--driver-java-options '-Da=b -Dc=d' pyspark-shell", "-Da=b -Dc=d"),
+        ("--driver-java-options=-Da=b pyspark-shell", "-Da=b"),
+        (f"--conf {extra}=-Da=b pyspark-shell", "-Da=b"),
+        (f"-c '{extra}=-Da=b -Dx=y=z' pyspark-shell", "-Da=b -Dx=y=z"),
+        (f"--conf={extra}=-Da=b pyspark-shell", "-Da=b"),
+    ):
+        assert submitted_driver_java_options(args) == ("pyspark-shell", value), args
+    both = f"--master local[1] --conf {extra}=-Dfirst=1 --jars 'a b.jar' --driver-java-options -Dlast=1 pyspark-shell"
+    assert submitted_driver_java_options(both) == ("--master 'local[1]' --jars 'a b.jar' pyspark-shell", "-Dlast=1")
+    for unchanged in (
+        "--conf spark.driver.defaultJavaOptions=-Da=b pyspark-shell",  # spark-submit puts these first itself
+        "--conf 'spark.app.name=--driver-java-options' pyspark-shell",
+        "--driver-java-options",  # no value: spark-submit's own error
+        "--driver-java-options '-Da=b",  # cannot be split: pyspark's own error
+        "",
+    ):
+        assert submitted_driver_java_options(unchanged) == (unchanged, None), unchanged
+
+
+def test_the_driver_options_of_pyspark_submit_args_are_added_to_the_sessions_own(tmp_path):
+    """spark-submit keeps one value of the driver's extra options, the last, and pyspark
+    passes ``PYSPARK_SUBMIT_ARGS`` after the session's settings: a value there replaced
+    the session's own options (Derby's log in the current folder, Spark's start-up INFO
+    lines) and cdc.yml's. Now it comes after both, and its options win."""
+    warehouse = tmp_path / "warehouse"
+    derby_home = tmp_path / "submitted-derby-home"
+    derby_home.mkdir()
+    submitted = f"-Dcdc.test.submitted=yes -Dderby.system.home={derby_home}"
+    env = {"PYSPARK_SUBMIT_ARGS": f"--driver-java-options '{submitted}' pyspark-shell"}
+    properties = run_script(SCRIPT, str(warehouse), "-Dcdc.test.user_option=kept", cwd=tmp_path, env=env)
+    assert properties["cdc.test.submitted"] == "yes"
+    assert properties["cdc.test.user_option"] == "kept"  # cdc.yml's are kept too
+    assert properties["log4j2.configurationFile"] == LOG4J2
+    assert properties["derby.system.home"] == str(derby_home)
+    assert (derby_home / "derby.log").exists()
+    assert not (tmp_path / "derby.log").exists()
