@@ -376,14 +376,16 @@ print(json.dumps({"why": why, "jvm": list(jvm_args)}))
 
 
 @pytest.mark.parametrize(
-    "source", ["cdc.yml", "spark-defaults.conf", "cdc.yml @argfile", "PYSPARK_SUBMIT_ARGS @argfile"]
+    "source",
+    ["cdc.yml", "spark-defaults.conf", "cdc.yml @argfile", "PYSPARK_SUBMIT_ARGS @argfile", "--driver-java-options"],
 )
 def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path, monkeypatch, source):
     """A real Spark session started as ``cdc run`` starts it, the user's collector in
     ``spark.driver.defaultJavaOptions`` (the JVM failed to start with it and the serial
     one before they were read) or in an ``@argfile`` that ``spark.driver.extraJavaOptions``
     or a ``--conf spark.driver.defaultJavaOptions=`` of ``PYSPARK_SUBMIT_ARGS`` names
-    (spark-submit hands it to the launcher as it is), the warehouse folder set in
+    (spark-submit hands it to the launcher as it is), or in ``PYSPARK_SUBMIT_ARGS``'
+    ``--driver-java-options`` (added to the session's own), the warehouse folder set in
     cdc.yml (absolute, or relative to the folder the run starts in): the JVM runs the
     user's collector and C1, and the table it writes is where the count reads it."""
     conf_dir = tmp_path / "conf"
@@ -401,6 +403,9 @@ def test_a_session_starts_with_the_users_collector_and_finds_its_table(tmp_path,
         spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
         submit = f"--conf spark.driver.defaultJavaOptions=@{tmp_path / 'gc.args'} pyspark-shell"
         submit_args = {"PYSPARK_SUBMIT_ARGS": submit}
+    elif source == "--driver-java-options":  # added to the session's own options (udfs.session)
+        spark = {"spark.sql.warehouse.dir": str(tmp_path / "elsewhere")}
+        submit_args = {"PYSPARK_SUBMIT_ARGS": "--driver-java-options -XX:+UseParallelGC pyspark-shell"}
     else:
         spark = {"spark.sql.warehouse.dir": "elsewhere"}
         (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseParallelGC\n")
