@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from udfs.config import Config
-from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS
+from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS, spark_defaults_file, spark_properties
 from udfs.spark_udfs import list_files
 
 #: the JVM refuses to start with two collectors selected ("Multiple garbage collectors
@@ -42,8 +42,6 @@ _JVM_OPTION_SETTINGS = ("spark.driver.defaultJavaOptions", DRIVER_JAVA_OPTIONS)
 #: the environment variables that reach every JVM
 _JVM_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
 _WAREHOUSE_DIR = "spark.sql.warehouse.dir"
-#: a line of a Java properties file that sets something (comments start with # or !)
-_PROPERTY = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.*)")
 #: the options that name a file the JVM reads more options from: an ``@argfile`` (on
 #: the launcher's command line and in ``JDK_JAVA_OPTIONS``), ``-XX:VMOptionsFile=``
 #: (options as on the command line) and ``-XX:Flags=`` (lines of ``+UseG1GC``, without
@@ -125,26 +123,13 @@ def spark_properties_files(environ: Mapping[str, str]) -> list[Path]:
     args = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", ""))
     files = [Path(args[n + 1]) for n, arg in enumerate(args[:-1]) if arg == "--properties-file"]
     files += [Path(arg.split("=", 1)[1]) for arg in args if arg.startswith("--properties-file=")]
-    if environ.get("SPARK_CONF_DIR"):
-        conf_dir = Path(environ["SPARK_CONF_DIR"])
-    else:
-        from pyspark.find_spark_home import _find_spark_home
-
-        conf_dir = Path(environ.get("SPARK_HOME") or _find_spark_home()) / "conf"
-    return [*files, conf_dir / "spark-defaults.conf"]
+    return [*files, spark_defaults_file(environ)]
 
 
 def java_options_in(properties_file: Path) -> list[str]:
     """The driver's JVM options a Spark properties file sets (Java's properties format:
     ``key value``, ``key=value`` or ``key: value``; ``#`` and ``!`` start comments)."""
-    if not properties_file.is_file():
-        return []
-    found = []
-    for line in properties_file.read_text(encoding="utf-8", errors="replace").splitlines():
-        setting = _PROPERTY.match(line.strip())
-        if setting and setting["key"] in _JVM_OPTION_SETTINGS:
-            found.append(setting["value"])
-    return found
+    return [value for key, value in spark_properties(properties_file).items() if key in _JVM_OPTION_SETTINGS]
 
 
 def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> str:

@@ -4,9 +4,10 @@ embedded Derby under the warehouse folder, UTC, the ``cdc_`` functions registere
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,50 @@ def driver_java_options(warehouse: Path, user_options: str | None = None, run_op
     """
     own = f"-Dderby.system.home={warehouse} -Dlog4j2.configurationFile={LOG4J2}"
     return " ".join(part for part in (own, run_options.strip(), (user_options or "").strip()) if part)
+
+
+#: a line of a Java properties file that sets something (comments start with # or !)
+_PROPERTY_LINE = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.*)")
+
+
+def spark_properties(properties_file: Path) -> dict[str, str]:
+    """The settings of a Spark properties file (Java's properties format: ``key value``,
+    ``key=value`` or ``key: value``; ``#`` and ``!`` start comments; of a key set twice,
+    the last). Empty for a file that is not there."""
+    if not properties_file.is_file():
+        return {}
+    settings = {}
+    for line in properties_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        setting = _PROPERTY_LINE.match(line.strip())
+        if setting:
+            settings[setting["key"]] = setting["value"]
+    return settings
+
+
+def spark_defaults_file(environ: Mapping[str, str]) -> Path:
+    """``spark-defaults.conf`` of ``SPARK_CONF_DIR``, else of ``$SPARK_HOME/conf``
+    (pyspark's own folder when ``SPARK_HOME`` is unset)."""
+    if environ.get("SPARK_CONF_DIR"):
+        return Path(environ["SPARK_CONF_DIR"]) / "spark-defaults.conf"
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(environ.get("SPARK_HOME") or _find_spark_home()) / "conf" / "spark-defaults.conf"
+
+
+def submitted_properties(submit_args: list[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings spark-submit reads from properties files, given its arguments: the
+    last ``--properties-file``'s alone, over ``spark-defaults.conf``'s with
+    ``--load-spark-defaults``; ``spark-defaults.conf``'s without one (Spark 4's launcher:
+    seen in the options of sessions started without the session's own)."""
+    named = [
+        submit_args[n + 1] if arg == "--properties-file" else arg.partition("=")[2]
+        for n, arg in enumerate(submit_args)
+        if (arg == "--properties-file" and n + 1 < len(submit_args)) or arg.startswith("--properties-file=")
+    ]
+    if not named:
+        return spark_properties(spark_defaults_file(environ))
+    defaults = spark_properties(spark_defaults_file(environ)) if "--load-spark-defaults" in submit_args else {}
+    return {**defaults, **spark_properties(Path(named[-1]))}
 
 
 def submitted_driver_java_options(submit_args: str) -> tuple[str, str | None]:
@@ -107,8 +152,8 @@ def build_session(
     """Start (or reuse) the Spark session for a warehouse folder (or ``config``'s).
 
     ``spark:`` settings of the configuration and ``extra_conf`` are applied last (the
-    driver's JVM options after the session's own and ``run_java_options``, and those
-    ``PYSPARK_SUBMIT_ARGS`` sets after them: :func:`driver_java_options`,
+    driver's JVM options after the session's own and ``run_java_options``, with those a
+    properties file and ``PYSPARK_SUBMIT_ARGS`` set: :func:`driver_java_options`,
     :func:`submitted_driver_java_options`; all of them only when no session is running). With a
     master that is not local, the ``udfs`` package is shipped to the executors with the
     job (``addPyFile``), so they need only pyspark's own dependencies.
@@ -135,17 +180,22 @@ def build_session(
     wh.mkdir(parents=True, exist_ok=True)
     conf = dict(config.spark_conf) if isinstance(config, Config) else {}
     conf.update(extra_conf or {})
-    # spark-submit takes one value of the driver's extra options, the last it is given:
-    # one set in PYSPARK_SUBMIT_ARGS (which pyspark passes after the session's settings)
-    # would replace the session's own options, as a value set in cdc.yml would. So it is
-    # taken out of the arguments and added after cdc.yml's: the JVM takes the last of
-    # two same options, so the user's still win.
+    # spark-submit takes one value of the driver's extra options: one set in
+    # PYSPARK_SUBMIT_ARGS (which pyspark passes after the session's settings) would
+    # replace the session's own options, and the session's would replace one set in a
+    # properties file, as they would one set in cdc.yml. So all are joined, in
+    # spark-submit's order (a properties file's, cdc.yml's, PYSPARK_SUBMIT_ARGS', taken
+    # out of the arguments) after the session's own: the JVM takes the last of two same
+    # options, so the user's still win.
     submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
-    user_java_options = conf.pop(DRIVER_JAVA_OPTIONS, None)
+    submitted = None
     if submit_args is not None:
         submit_args, submitted = submitted_driver_java_options(submit_args)
-        if submitted is not None:
-            user_java_options = " ".join(part for part in (user_java_options, submitted) if part)
+    try:
+        from_file = submitted_properties(shlex.split(submit_args or ""), os.environ).get(DRIVER_JAVA_OPTIONS)
+    except ValueError:  # arguments shlex cannot split: pyspark fails on them itself
+        from_file = None
+    user_java_options = " ".join(part for part in (from_file, conf.pop(DRIVER_JAVA_OPTIONS, None), submitted) if part)
     builder = (
         SparkSession.builder.appName("cdc")
         .master(master)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from own_session import run_script
 
-from udfs.session import LOG4J2, driver_java_options, submitted_driver_java_options
+from udfs.session import LOG4J2, driver_java_options, submitted_driver_java_options, submitted_properties
 
 #: a session built as ``cdc run`` builds it, with the user's driver options; the JVM's
 #: system properties those options set, and where Derby wrote its log once the metastore
@@ -31,7 +31,10 @@ spark.sql("create database if not exists d")  # starts the metastore, and so Der
 system = spark._jvm.java.lang.System
 print("RESULT " + json.dumps({
     name: system.getProperty(name)
-    for name in ("derby.system.home", "log4j2.configurationFile", "cdc.test.user_option", "cdc.test.submitted")
+    for name in (
+        "derby.system.home", "log4j2.configurationFile", "cdc.test.user_option", "cdc.test.submitted",
+        "cdc.test.from_file", "cdc.test.from_defaults",
+    )
 }))
 """
 
@@ -103,3 +106,54 @@ def test_the_driver_options_of_pyspark_submit_args_are_added_to_the_sessions_own
     assert properties["derby.system.home"] == str(derby_home)
     assert (derby_home / "derby.log").exists()
     assert not (tmp_path / "derby.log").exists()
+
+
+def test_the_properties_files_spark_submit_reads_are_those_of_its_arguments(tmp_path):
+    """Without ``--properties-file``, ``spark-defaults.conf`` of ``SPARK_CONF_DIR``; with
+    one (the last given), that file alone; with ``--load-spark-defaults`` too, that file
+    over ``spark-defaults.conf``."""
+    (tmp_path / "spark-defaults.conf").write_text("# defaults\nspark.a 1\nspark.b: 2\n")
+    (tmp_path / "mine.conf").write_text("spark.b=3\n! a comment\nspark.c   4 and more\n")
+    (tmp_path / "other.conf").write_text("spark.d 5\n")
+    environ = {"SPARK_CONF_DIR": str(tmp_path)}
+    assert submitted_properties(["pyspark-shell"], environ) == {"spark.a": "1", "spark.b": "2"}
+    mine = ["--properties-file", str(tmp_path / "mine.conf")]
+    assert submitted_properties([*mine, "pyspark-shell"], environ) == {"spark.b": "3", "spark.c": "4 and more"}
+    assert submitted_properties([f"--properties-file={tmp_path / 'mine.conf'}"], environ)["spark.b"] == "3"
+    assert submitted_properties([*mine, "--load-spark-defaults"], environ) == {
+        "spark.a": "1",
+        "spark.b": "3",
+        "spark.c": "4 and more",
+    }
+    assert submitted_properties([*mine, "--properties-file", str(tmp_path / "other.conf")], environ) == {"spark.d": "5"}
+    assert submitted_properties([], {"SPARK_CONF_DIR": str(tmp_path / "none")}) == {}
+
+
+def test_the_driver_options_of_a_properties_file_are_added_to_the_sessions_own(tmp_path):
+    """The session's own options, given as a setting, replaced those a properties file
+    sets (spark-submit takes a setting over a file's): a user's options in
+    ``spark-defaults.conf`` or a ``--properties-file`` never reached the JVM. Now they come
+    after the session's and before cdc.yml's; a file spark-submit does not read (the
+    defaults beside a ``--properties-file``) adds nothing."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    extra = "spark.driver.extraJavaOptions"
+    (conf_dir / "spark-defaults.conf").write_text(f"{extra} -Dcdc.test.from_defaults=yes\n")
+    derby_home = tmp_path / "file-derby-home"
+    derby_home.mkdir()
+    (tmp_path / "mine.conf").write_text(f"{extra}=-Dcdc.test.from_file=yes -Dderby.system.home={derby_home}\n")
+    warehouse = tmp_path / "warehouse"
+    env = {"SPARK_CONF_DIR": str(conf_dir)}
+    properties = run_script(SCRIPT, str(warehouse), "-Dcdc.test.user_option=kept", cwd=tmp_path, env=env)
+    assert properties["cdc.test.from_defaults"] == "yes"
+    assert properties["cdc.test.user_option"] == "kept"
+    assert properties["log4j2.configurationFile"] == LOG4J2
+    assert properties["derby.system.home"] == str(warehouse)  # the session's own, the file not naming one
+    env["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {tmp_path / 'mine.conf'} pyspark-shell"
+    properties = run_script(SCRIPT, str(warehouse), "-Dcdc.test.user_option=kept", cwd=tmp_path, env=env)
+    assert properties["cdc.test.from_file"] == "yes"
+    assert properties["cdc.test.from_defaults"] is None
+    assert properties["cdc.test.user_option"] == "kept"
+    assert properties["log4j2.configurationFile"] == LOG4J2
+    assert properties["derby.system.home"] == str(derby_home)
+    assert (derby_home / "derby.log").exists()
