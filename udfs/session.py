@@ -48,21 +48,56 @@ def driver_java_options(warehouse: Path, user_options: str | None = None, run_op
     return " ".join(part for part in (own, run_options.strip(), (user_options or "").strip()) if part)
 
 
-#: a line of a Java properties file that sets something (comments start with # or !)
-_PROPERTY_LINE = re.compile(r"(?P<key>[^#!\s=:][^\s=:]*)(?:\s*[=:]\s*|\s+)(?P<value>.*)")
+#: the blanks of Java's properties format (``java.util.Properties.load``)
+_PROPERTIES_BLANKS = " \t\f"
+#: an escape of Java's properties format: ``\uXXXX``, ``\t``, ``\n``, ``\r``, ``\f``, else the character itself
+_PROPERTIES_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|.)", re.DOTALL)
+_PROPERTIES_ESCAPED = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _properties_lines(text: str) -> Iterator[str]:
+    """The logical lines of a properties file: blank and comment lines (``#`` or ``!``
+    first) dropped, a line ending in an odd number of backslashes continued by the next,
+    whose leading blanks are dropped (a continuation line is never a comment)."""
+    pending = None
+    for line in re.split(r"\r\n|\r|\n", text):
+        line = line.lstrip(_PROPERTIES_BLANKS)
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2:
+            pending = (pending or "") + line[:-1]
+            continue
+        yield (pending or "") + line
+        pending = None
+    if pending:
+        yield pending
+
+
+def _properties_unescaped(text: str) -> str:
+    return _PROPERTIES_ESCAPE.sub(
+        lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5 else _PROPERTIES_ESCAPED.get(m[1], m[1]), text
+    )
 
 
 def spark_properties(properties_file: Path) -> dict[str, str]:
-    """The settings of a Spark properties file (Java's properties format: ``key value``,
-    ``key=value`` or ``key: value``; ``#`` and ``!`` start comments; of a key set twice,
-    the last). Empty for a file that is not there."""
+    """The settings of a Spark properties file, read as ``java.util.Properties.load``
+    reads it (spark-submit's way): ``key value``, ``key=value`` or ``key: value``; ``#``
+    and ``!`` start comment lines; a trailing backslash continues a line; escapes
+    (``\\=``, ``\\ ``, ``\\t``, ``\\uXXXX``); of a key set twice, the last. Empty for a file
+    that is not there."""
     if not properties_file.is_file():
         return {}
     settings = {}
-    for line in properties_file.read_text(encoding="utf-8", errors="replace").splitlines():
-        setting = _PROPERTY_LINE.match(line.strip())
-        if setting:
-            settings[setting["key"]] = setting["value"]
+    for line in _properties_lines(properties_file.read_text(encoding="utf-8", errors="replace")):
+        end, escaped = 0, False
+        while end < len(line) and (escaped or line[end] not in f"=:{_PROPERTIES_BLANKS}"):
+            escaped = not escaped and line[end] == "\\"
+            end += 1
+        value = line[end:].lstrip(_PROPERTIES_BLANKS)
+        if value[:1] in ("=", ":"):
+            value = value[1:].lstrip(_PROPERTIES_BLANKS)
+        settings[_properties_unescaped(line[:end])] = _properties_unescaped(value)
     return settings
 
 

@@ -11,11 +11,18 @@ process of its own (the shared one has started already).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from own_session import run_script
 
-from udfs.session import LOG4J2, driver_java_options, submitted_driver_java_options, submitted_properties
+from udfs.session import (
+    LOG4J2,
+    driver_java_options,
+    spark_properties,
+    submitted_driver_java_options,
+    submitted_properties,
+)
 
 #: a session built as ``cdc run`` builds it, with the user's driver options; the JVM's
 #: system properties those options set, and where Derby wrote its log once the metastore
@@ -133,12 +140,16 @@ def test_the_driver_options_of_a_properties_file_are_added_to_the_sessions_own(t
     """The session's own options, given as a setting, replaced those a properties file
     sets (spark-submit takes a setting over a file's): a user's options in
     ``spark-defaults.conf`` or a ``--properties-file`` never reached the JVM. Now they come
-    after the session's and before cdc.yml's; a file spark-submit does not read (the
-    defaults beside a ``--properties-file``) adds nothing."""
+    after the session's and before cdc.yml's (whose same option wins); a file
+    spark-submit does not read (the defaults beside a ``--properties-file``) adds
+    nothing."""
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
     extra = "spark.driver.extraJavaOptions"
-    (conf_dir / "spark-defaults.conf").write_text(f"{extra} -Dcdc.test.from_defaults=yes\n")
+    # over two lines; its second option is cdc.yml's too, whose value comes later and wins
+    (conf_dir / "spark-defaults.conf").write_text(
+        f"{extra} -Dcdc.test.from_defaults=yes \\\n    -Dcdc.test.user_option=from-the-file\n"
+    )
     derby_home = tmp_path / "file-derby-home"
     derby_home.mkdir()
     (tmp_path / "mine.conf").write_text(f"{extra}=-Dcdc.test.from_file=yes -Dderby.system.home={derby_home}\n")
@@ -157,3 +168,59 @@ def test_the_driver_options_of_a_properties_file_are_added_to_the_sessions_own(t
     assert properties["log4j2.configurationFile"] == LOG4J2
     assert properties["derby.system.home"] == str(derby_home)
     assert (derby_home / "derby.log").exists()
+
+
+#: java.util.Properties.load over a UTF-8 file, as spark-submit's launcher reads one: each
+#: key and value printed as the hex of its chars, so blanks and escapes survive
+PROPERTIES_LOADER = """
+import java.io.*; import java.nio.charset.StandardCharsets; import java.util.*;
+public class LoadProperties {
+    static String hex(String s) {
+        StringJoiner j = new StringJoiner(",");
+        s.chars().forEach(c -> j.add(Integer.toHexString(c)));
+        return j.toString();
+    }
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        try (Reader r = new InputStreamReader(new FileInputStream(args[0]), StandardCharsets.UTF_8)) { p.load(r); }
+        for (String k : p.stringPropertyNames()) System.out.println(hex(k) + " " + hex(p.getProperty(k)));
+    }
+}
+"""
+
+
+def test_a_properties_file_is_read_as_java_reads_it(tmp_path):
+    """Continued lines (a long option list over several), escapes, comments, blanks and
+    line ends as ``java.util.Properties`` takes them: the file's options now reach the
+    JVM through the session's own setting, so a cut or garbled value would break it."""
+    text = (
+        "# comment\n"
+        "   ! another comment\n"
+        "spark.driver.extraJavaOptions -Da=b \\\n"
+        "    -Dc=d \\\n"
+        "# continued, so not a comment\n"
+        "key\\ with\\:colon = v\\tx\\=y\n"
+        "unicode \\u00e9t\\u00e9 Zoë\n"
+        "colon:value\n"
+        "\tequals =  value\r\n"
+        "blanks     value with  trailing  \n"
+        "only.key\n"
+        "\n"
+        "even.backslashes = a\\\\\n"
+        "next = after\r"
+        "ends.continued \\"
+    )
+    path = tmp_path / "spark-defaults.conf"
+    path.write_text(text, encoding="utf-8", newline="")
+    (tmp_path / "LoadProperties.java").write_text(PROPERTIES_LOADER)
+    java = subprocess.run(
+        ["java", str(tmp_path / "LoadProperties.java"), str(path)], capture_output=True, text=True, check=True
+    )
+
+    def chars(codes: str) -> str:
+        return "".join(chr(int(code, 16)) for code in codes.split(",") if code)
+
+    loaded = dict(tuple(map(chars, line.split(" "))) for line in java.stdout.splitlines())
+    assert loaded["spark.driver.extraJavaOptions"] == "-Da=b -Dc=d # continued, so not a comment"  # Java's reading
+    assert spark_properties(path) == loaded
+    assert len(loaded) == 10
