@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from udfs.config import Config
-from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS, spark_defaults_file, spark_properties
+from udfs.session import DRIVER_JAVA_OPTIONS, SHORT_LIVED_JVM_OPTIONS, submitted_properties
 from udfs.spark_udfs import list_files
 
 #: the JVM refuses to start with two collectors selected ("Multiple garbage collectors
@@ -114,31 +114,15 @@ def short_lived_options_for(user_options: str) -> str:
     return " ".join(opt for opt in SHORT_LIVED_JVM_OPTIONS.split() if not _COLLECTOR.fullmatch(opt))
 
 
-def spark_properties_files(environ: Mapping[str, str]) -> list[Path]:
-    """The properties files whose settings reach a pyspark session's JVM through
-    spark-submit: ``--properties-file`` of ``PYSPARK_SUBMIT_ARGS``, and
-    ``spark-defaults.conf`` of ``SPARK_CONF_DIR`` (else of ``$SPARK_HOME/conf``, pyspark's
-    own folder when ``SPARK_HOME`` is unset). Both are listed: reading one too many can
-    only leave out the serial collector where it could have stayed."""
-    args = shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", ""))
-    files = [Path(args[n + 1]) for n, arg in enumerate(args[:-1]) if arg == "--properties-file"]
-    files += [Path(arg.split("=", 1)[1]) for arg in args if arg.startswith("--properties-file=")]
-    return [*files, spark_defaults_file(environ)]
-
-
-def java_options_in(properties_file: Path) -> list[str]:
-    """The driver's JVM options a Spark properties file sets (Java's properties format:
-    ``key value``, ``key=value`` or ``key: value``; ``#`` and ``!`` start comments)."""
-    return [value for key, value in spark_properties(properties_file).items() if key in _JVM_OPTION_SETTINGS]
-
-
 def user_java_options(config: Config, environ: Mapping[str, str] = os.environ) -> str:
     """Every JVM option of the driver that is not the session's own or the run's:
-    cdc.yml's ``spark:``, the properties files spark-submit reads, ``PYSPARK_SUBMIT_ARGS``
-    and the JVM's environment variables, joined (only searched, never passed on)."""
+    cdc.yml's ``spark:``, the settings of the properties files spark-submit reads (those
+    it reads, as ``udfs.session.build_session`` finds them: a file it passes over gives
+    the JVM nothing), ``PYSPARK_SUBMIT_ARGS`` and the JVM's environment variables, joined
+    (only searched, never passed on)."""
     sources = [config.spark_conf.get(name, "") for name in _JVM_OPTION_SETTINGS]
-    for properties_file in spark_properties_files(environ):
-        sources += java_options_in(properties_file)
+    from_files = submitted_properties(shlex.split(environ.get("PYSPARK_SUBMIT_ARGS", "")), environ)
+    sources += [from_files.get(name, "") for name in _JVM_OPTION_SETTINGS]
     sources += [environ.get(name, "") for name in ("PYSPARK_SUBMIT_ARGS", *_JVM_OPTION_VARIABLES)]
     return with_option_files(" ".join(source for source in sources if source))
 

@@ -75,9 +75,12 @@ def _properties_lines(text: str) -> Iterator[str]:
 
 
 def _properties_unescaped(text: str) -> str:
-    return _PROPERTIES_ESCAPE.sub(
-        lambda m: chr(int(m[1][1:], 16)) if len(m[1]) == 5 else _PROPERTIES_ESCAPED.get(m[1], m[1]), text
-    )
+    def unescaped(match: re.Match[str]) -> str:
+        if match[1] == "u":  # Java refuses the file ("Malformed \\uxxxx encoding."), as spark-submit does
+            raise ValueError(f"a malformed \\uxxxx escape in {text!r}, which Java (so spark-submit) refuses")
+        return chr(int(match[1][1:], 16)) if len(match[1]) == 5 else _PROPERTIES_ESCAPED.get(match[1], match[1])
+
+    return _PROPERTIES_ESCAPE.sub(unescaped, text)
 
 
 def spark_properties(properties_file: Path) -> dict[str, str]:
@@ -85,7 +88,8 @@ def spark_properties(properties_file: Path) -> dict[str, str]:
     reads it (spark-submit's way): ``key value``, ``key=value`` or ``key: value``; ``#``
     and ``!`` start comment lines; a trailing backslash continues a line; escapes
     (``\\=``, ``\\ ``, ``\\t``, ``\\uXXXX``); of a key set twice, the last. Empty for a file
-    that is not there."""
+    that is not there; ``ValueError`` naming the file for a ``\\u`` without four hex
+    digits, which Java refuses."""
     if not properties_file.is_file():
         return {}
     settings = {}
@@ -97,7 +101,10 @@ def spark_properties(properties_file: Path) -> dict[str, str]:
         value = line[end:].lstrip(_PROPERTIES_BLANKS)
         if value[:1] in ("=", ":"):
             value = value[1:].lstrip(_PROPERTIES_BLANKS)
-        settings[_properties_unescaped(line[:end])] = _properties_unescaped(value)
+        try:
+            settings[_properties_unescaped(line[:end])] = _properties_unescaped(value)
+        except ValueError as exc:
+            raise ValueError(f"{properties_file}: {exc}") from None
     return settings
 
 
@@ -227,9 +234,11 @@ def build_session(
     if submit_args is not None:
         submit_args, submitted = submitted_driver_java_options(submit_args)
     try:
-        from_file = submitted_properties(shlex.split(submit_args or ""), os.environ).get(DRIVER_JAVA_OPTIONS)
+        arguments = shlex.split(submit_args or "")
     except ValueError:  # arguments shlex cannot split: pyspark fails on them itself
-        from_file = None
+        arguments = None
+    # a properties file Java refuses raises here, naming it (spark-submit's error does not)
+    from_file = None if arguments is None else submitted_properties(arguments, os.environ).get(DRIVER_JAVA_OPTIONS)
     user_java_options = " ".join(part for part in (from_file, conf.pop(DRIVER_JAVA_OPTIONS, None), submitted) if part)
     builder = (
         SparkSession.builder.appName("cdc")

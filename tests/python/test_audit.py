@@ -4,6 +4,7 @@ afterwards are reported once and not read again."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -11,7 +12,7 @@ import yaml
 
 from udfs.cli import _quarantine_query
 from udfs.config import load_config
-from udfs.pipeline import run_pipeline
+from udfs.pipeline import dbt_vars, run_dbt, run_pipeline
 from udfs.run_size import new_landing_bytes
 
 GOOD = (
@@ -137,3 +138,34 @@ def test_a_file_modified_within_min_file_age_waits_for_a_later_run(spark, make_c
     _write(landing / "old.jsonl", [GOOD % (1, 1, 10), GOOD % (4, 4, 40)])
     fourth = run_pipeline(config, spark=spark)
     assert (fourth.files, fourth.unsettled_files, fourth.changed_files) == (0, 0, 1)
+
+
+def test_a_feed_without_its_own_wait_in_the_settings_takes_the_top_level_one(spark, make_config):
+    """``cdc run`` and ``cdc serve`` publish each feed's ``min_file_age_seconds``; settings
+    written before feeds had their own (by hand, or an older ``cdc_settings``) carry the
+    top-level one only, and ``cdc_min_file_ages`` gives it to each feed that lacks one,
+    while a feed's own still wins, 0 included."""
+    config = load_config(
+        make_config(
+            [
+                {"name": "f", "format": "debezium_json", "path": "landing/f"},
+                {"name": "g", "format": "debezium_json", "path": "landing/g", "min_file_age_seconds": 0},
+                {"name": "h", "format": "debezium_json", "path": "landing/h", "min_file_age_seconds": 60},
+            ],
+            {"items": {"key": ["id"]}},
+            min_file_age_seconds=3600,
+        )
+    )
+    settings = dbt_vars(config)["cdc"]
+    del settings["feeds"][0]["min_file_age_seconds"]
+    settings["min_file_age_seconds"] = 7200  # not the config's: these settings are the ones read
+    events = []
+    run_dbt(
+        config,
+        "compile",
+        # the last --vars given is the one dbt takes
+        extra=["--vars", json.dumps({"cdc": settings}), "--inline", "select '{{ tojson(cdc_min_file_ages()) }}'"],
+        callbacks=[events.append],
+    )
+    (compiled,) = [event.data.compiled for event in events if event.info.name == "CompiledNode"]
+    assert json.loads(compiled.strip()[len("select '") : -1]) == {"f": 7200, "g": 0, "h": 60}

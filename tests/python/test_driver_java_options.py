@@ -11,14 +11,20 @@ process of its own (the shared one has started already).
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
-from own_session import run_script
+import pyspark
+import pytest
+from own_session import REPO, run_script
 
 from udfs.session import (
     LOG4J2,
     driver_java_options,
+    spark_defaults_file,
     spark_properties,
     submitted_driver_java_options,
     submitted_properties,
@@ -134,6 +140,9 @@ def test_the_properties_files_spark_submit_reads_are_those_of_its_arguments(tmp_
     }
     assert submitted_properties([*mine, "--properties-file", str(tmp_path / "other.conf")], environ) == {"spark.d": "5"}
     assert submitted_properties([], {"SPARK_CONF_DIR": str(tmp_path / "none")}) == {}
+    # without SPARK_CONF_DIR, $SPARK_HOME/conf's; pip's pyspark: its own folder is SPARK_HOME
+    assert spark_defaults_file({"SPARK_HOME": str(tmp_path)}) == tmp_path / "conf" / "spark-defaults.conf"
+    assert spark_defaults_file({}) == Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
 
 
 def test_the_driver_options_of_a_properties_file_are_added_to_the_sessions_own(tmp_path):
@@ -224,3 +233,34 @@ def test_a_properties_file_is_read_as_java_reads_it(tmp_path):
     assert loaded["spark.driver.extraJavaOptions"] == "-Da=b -Dc=d # continued, so not a comment"  # Java's reading
     assert spark_properties(path) == loaded
     assert len(loaded) == 10
+
+
+def test_a_properties_file_java_refuses_is_refused_naming_it(tmp_path):
+    """A ``\\u`` escape without four hex digits: Java's loader refuses the file, and so
+    spark-submit ("Malformed \\uxxxx encoding.", without the file's name). The reading
+    here refuses it too, naming the file, and a session does not start on it."""
+    (tmp_path / "LoadProperties.java").write_text(PROPERTIES_LOADER)
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    path = conf_dir / "spark-defaults.conf"
+    for value in ("-Da=\\u12G4 -Db=c", "-Da=\\u12"):
+        path.write_text(f"spark.app.name cdc\nspark.driver.extraJavaOptions {value}\n")
+        java = subprocess.run(
+            ["java", str(tmp_path / "LoadProperties.java"), str(path)], capture_output=True, text=True
+        )
+        assert java.returncode != 0
+        assert "Malformed \\uxxxx encoding." in java.stderr
+        with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: a malformed \\\\uxxxx escape in "):
+            spark_properties(path)
+    env = {key: value for key, value in os.environ.items() if key != "PYSPARK_SUBMIT_ARGS"}
+    session = subprocess.run(
+        [sys.executable, "-c", f"from udfs.session import build_session; build_session({str(tmp_path / 'wh')!r})"],
+        env={**env, "SPARK_CONF_DIR": str(conf_dir), "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert session.returncode != 0
+    assert session.stderr.rstrip().splitlines()[-1] == (
+        f"ValueError: {path}: a malformed \\uxxxx escape in '-Da=\\\\u12', which Java (so spark-submit) refuses"
+    )

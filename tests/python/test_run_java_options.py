@@ -29,13 +29,11 @@ from bench.run_overhead import start_cdc
 from udfs.config import DEFAULT_SMALL_QUERY_MAX_BYTES, DEFAULT_SMALL_RUN_MAX_BYTES, ConfigError, load_config
 from udfs.run_size import (
     audit_files_dir,
-    java_options_in,
     new_landing_bytes,
     processed_files,
     query_java_options,
     run_java_options,
     short_lived_options_for,
-    spark_properties_files,
     user_java_options,
     warehouse_bytes,
     warehouse_dir,
@@ -186,8 +184,7 @@ C1_AND_CODE_CACHE = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
 
 def test_java_options_are_read_from_a_properties_file_as_spark_reads_it(tmp_path):
-    conf = tmp_path / "spark-defaults.conf"
-    conf.write_text(
+    (tmp_path / "spark-defaults.conf").write_text(
         "# spark.driver.defaultJavaOptions -XX:+UseZGC\n"
         "! spark.driver.extraJavaOptions -XX:+UseZGC\n"
         "spark.driver.defaultJavaOptions   -XX:+UseG1GC -Da=b\n"
@@ -197,24 +194,34 @@ def test_java_options_are_read_from_a_properties_file_as_spark_reads_it(tmp_path
         "\n"
     )
     # of a key set twice, the last: java.util.Properties keeps it
-    assert java_options_in(conf) == ["-XX:+UseG1GC -Da=b", "-Dz=1"]
-    assert java_options_in(tmp_path / "missing.conf") == []
+    assert user_java_options(_config(tmp_path), {"SPARK_CONF_DIR": str(tmp_path)}) == "-XX:+UseG1GC -Da=b -Dz=1"
+    assert user_java_options(_config(tmp_path), {"SPARK_CONF_DIR": str(tmp_path / "none")}) == ""
 
 
-def test_the_properties_files_are_those_spark_submit_reads(tmp_path):
-    submit_args = f"--properties-file {tmp_path}/a.conf --properties-file={tmp_path}/b.conf pyspark-shell"
-    environ = {"PYSPARK_SUBMIT_ARGS": submit_args, "SPARK_CONF_DIR": str(tmp_path / "conf")}
-    assert spark_properties_files(environ) == [
-        tmp_path / "a.conf",
-        tmp_path / "b.conf",
-        tmp_path / "conf" / "spark-defaults.conf",
-    ]
-    assert spark_properties_files({"SPARK_HOME": str(tmp_path)}) == [tmp_path / "conf" / "spark-defaults.conf"]
-    # pip's pyspark: its own folder is SPARK_HOME
-    import pyspark
-
-    (default,) = spark_properties_files({})
-    assert default == Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
+def test_the_collector_check_reads_the_properties_files_spark_submit_reads(tmp_path):
+    """A ``--properties-file`` (the last one given) replaces ``spark-defaults.conf``
+    unless ``--load-spark-defaults`` is given too (udfs.session.submitted_properties,
+    shown with real sessions in test_driver_java_options): a collector in a file
+    spark-submit passes over does not reach the JVM, so the serial one is still added.
+    Reading every file, as before, left it out there."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text("spark.driver.defaultJavaOptions -XX:+UseG1GC\n")
+    (tmp_path / "plain.conf").write_text("spark.driver.extraJavaOptions -Da=b\n")
+    (tmp_path / "gc.conf").write_text("spark.driver.extraJavaOptions -XX:+UseParallelGC\n")
+    config = _config(tmp_path)
+    cases = {
+        "": C1_AND_CODE_CACHE,  # spark-defaults.conf alone
+        f"--properties-file {tmp_path / 'plain.conf'}": SHORT_LIVED_JVM_OPTIONS,
+        f"--properties-file={tmp_path / 'plain.conf'} --load-spark-defaults": C1_AND_CODE_CACHE,
+        f"--properties-file {tmp_path / 'gc.conf'} --properties-file {tmp_path / 'plain.conf'}": (
+            SHORT_LIVED_JVM_OPTIONS
+        ),
+        f"--properties-file {tmp_path / 'plain.conf'} --properties-file {tmp_path / 'gc.conf'}": C1_AND_CODE_CACHE,
+    }
+    for submit, expected in cases.items():
+        environ = {"SPARK_CONF_DIR": str(conf_dir), "PYSPARK_SUBMIT_ARGS": f"{submit} pyspark-shell"}
+        assert run_java_options(config, environ)[0] == expected, submit
 
 
 @pytest.mark.parametrize(
