@@ -49,6 +49,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from udfs.compression import open_landing_file, open_sized_landing_file
 from udfs.decode import DECODE_RESULT_DDL, arrow_type_of_ddl, decode_records
 from udfs.formats.arcion_cursor import cursor_batch_masked, operationcount_batch_masked
 from udfs.framing import (
@@ -186,7 +187,7 @@ def read_records(paths: list[str | None], framings: list[str | None], options: l
         if path is None or framing is None:
             out.append(None)
             continue
-        with open(local_path(path), "rb") as fh:
+        with open_landing_file(local_path(path), framing) as fh:
             out.append([r.__dict__ for r in _split(fh.read(), framing, opts)])
     return out
 
@@ -218,7 +219,7 @@ def read_records_array(
             offsets.append(offsets[-1])
             valid.append(False)
             continue
-        with open(local_path(path), "rb") as fh:
+        with open_landing_file(local_path(path), framing) as fh:
             part = file_records_struct(fh.read(), framing, opts, struct_type)
         parts.append(part)
         offsets.append(offsets[-1] + len(part))
@@ -715,7 +716,7 @@ def line_file_records(
     that says so (its text is not held); a file of more records than an ``int`` can
     number fails with a clear error.
     """
-    with open(local_path(path), "rb") as fh:
+    with open_landing_file(local_path(path), framing) as fh:
         blocks = enumerate(line_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES))
         yield from _numbered_on(
             (
@@ -846,7 +847,7 @@ def csv_file_records(
             (names, header_error), rows = csv_header(rows[0]), rows[1:]
         return _records_struct(csv_records(rows, names, header_error), struct_type)
 
-    with open(local_path(path), "rb") as fh:
+    with open_landing_file(local_path(path), "csv") as fh:
         blocks = enumerate(csv_row_blocks(fh, block_bytes, MAX_FILE_TEXT_BYTES))
         yield from _numbered_on((part(number, block) for number, block in blocks), path)
 
@@ -858,8 +859,8 @@ def length_prefixed_file_records(path: str, struct_type: pa.StructType, block_by
     limit on the file's text. A record whose base64 one record cannot hold is one
     quarantined record that says so (no text); a file of more records than an ``int``
     can number fails with a clear error."""
-    with open(local_path(path), "rb") as fh:
-        records = length_prefixed_records(fh, os.fstat(fh.fileno()).st_size, MAX_FILE_TEXT_BYTES)
+    with open_sized_landing_file(local_path(path), "length_prefixed") as (fh, size):
+        records = length_prefixed_records(fh, size, MAX_FILE_TEXT_BYTES)
         yield from _record_parts(records, struct_type, block_bytes, path)
 
 
@@ -869,7 +870,7 @@ def documents_file_records(path: str, struct_type: pa.StructType, block_bytes: i
     :func:`file_records_struct` cuts out of the whole file, without its limit on the
     file's text. When no JSON value ends within ``MAX_FILE_TEXT_BYTES``, they are one
     quarantined record that says so and the rest of the file is not read."""
-    with open(local_path(path), "rb") as fh:
+    with open_landing_file(local_path(path), "documents") as fh:
         records = document_records(fh, block_bytes, MAX_FILE_TEXT_BYTES)
         yield from _record_parts(records, struct_type, block_bytes, path)
 

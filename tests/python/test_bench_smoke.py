@@ -177,6 +177,26 @@ def test_columnar_decode_bench_checks_every_format() -> None:
         assert len(rows) == 2 and all(float(row[1].replace(",", "")) > 0 for row in rows), done.stdout
 
 
+def test_compressed_files_bench_reads_the_same_records_from_every_codec() -> None:
+    """``python -m bench.compressed_files``: a row per file, each codec's file smaller
+    than the plain one, positive figures (it stops when the files' record counts differ)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.compressed_files", "--events", "300", "--rounds", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.startswith("300 events, 300 records;"), done.stdout
+    rows = {row[0]: row[1:] for row in (line.split() for line in done.stdout.splitlines()[2:])}
+    assert list(rows) == ["plain", "gzip", "bz2", "zstd"], done.stdout
+    sizes = {name: int(row[0].replace(",", "")) for name, row in rows.items()}
+    assert all(0 < sizes[name] < sizes["plain"] for name in ("gzip", "bz2", "zstd")), sizes
+    assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows.values()), done.stdout
+    assert rows["plain"][2] == "1.00"
+
+
 @pytest.mark.parametrize(
     ("framing", "setting", "label"),
     [
