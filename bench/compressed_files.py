@@ -16,7 +16,6 @@ import argparse
 import bz2
 import gzip
 import json
-import random
 import tempfile
 import time
 from pathlib import Path
@@ -30,13 +29,8 @@ def debezium_lines(events: int, seed: int = 3) -> tuple[bytes, str]:
     """``events`` Debezium envelopes, one a line (half with their Kafka Connect schema),
     and the decoder options of their tables."""
     wl = workload()
-    rng = random.Random(seed)
-    lines = []
-    for event in wl.generate(seed, events):
-        body = wl.render_debezium_json(event) if rng.random() < 0.5 else wl.render_debezium(event, rng.random() < 0.5)
-        lines.append(json.dumps(body, ensure_ascii=False))
-    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
-    options = {"format": "debezium_json", "framing": "lines", "options": {}, "tables": tables}
+    lines = wl.mixed_debezium_lines(seed, events)
+    options = {"format": "debezium_json", "framing": "lines", "options": {}, "tables": wl.debezium_table_options()}
     return ("\n".join(lines) + "\n").encode(), json.dumps(options, sort_keys=True)
 
 

@@ -32,16 +32,8 @@ def _workload_texts(seed: int = 5, events: int = 400) -> tuple[list[str], dict[s
     from bench.data import workload
 
     wl = workload()
-    rng = random.Random(seed)
-    texts = []
-    for ev in wl.generate(seed, events):
-        if rng.random() < 0.5:
-            body = wl.render_debezium_json(ev)  # Decimal / MicroTimestamp, base64 TOAST placeholders
-        else:
-            body = wl.render_debezium(ev, rng.random() < 0.5)
-        texts.append(json.dumps(body, ensure_ascii=rng.random() < 0.3))
-    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
-    return texts, tables
+    # half with logical types: Decimal / MicroTimestamp, base64 TOAST placeholders
+    return wl.mixed_debezium_lines(seed, events, ascii_fraction=0.3), wl.debezium_table_options()
 
 
 def _envelope(op: str, before: Any, after: Any, table: str = "t", **source: Any) -> dict[str, Any]:

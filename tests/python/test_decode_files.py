@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +58,9 @@ def _debezium_lines(seed: int = 11, events: int = 300) -> tuple[bytes, dict[str,
     from bench.data import workload
 
     wl = workload()
-    rng = random.Random(seed)
-    lines = []
-    for ev in wl.generate(seed, events):
-        body = wl.render_debezium_json(ev) if rng.random() < 0.5 else wl.render_debezium(ev, rng.random() < 0.5)
-        lines.append(json.dumps(body, ensure_ascii=rng.random() < 0.3).encode())
+    lines = [text.encode() for text in wl.mixed_debezium_lines(seed, events, ascii_fraction=0.3)]
     lines[7:7] = [b"not json", b'{"before": null, "after": {"id": 1}}', b"\xff\xfe not utf-8", b"   "]
-    tables = {t.name: {"key": list(t.key)} for t in wl.DEFAULT_TABLES}
-    return b"\n".join(lines) + b"\n", tables
+    return b"\n".join(lines) + b"\n", wl.debezium_table_options()
 
 
 def _options(fmt: str, framing: str, options: dict[str, Any], tables: dict[str, Any]) -> str:

@@ -350,6 +350,26 @@ def test_lines_mix_schema_and_escaping():
     assert any(b"\\ud83d" in ln for ln in lines) and any("😀".encode() in ln for ln in lines)
 
 
+@pytest.mark.parametrize("ascii_fraction", [0.0, 0.3])
+def test_mixed_debezium_lines(ascii_fraction):
+    events = wl.generate(4, 400)
+    texts = wl.mixed_debezium_lines(4, 400, ascii_fraction)
+    assert len(texts) == len(events)
+    bodies = [json.loads(text) for text in texts]
+    # the same events, in order, each in one of the three shapes
+    payloads = [body.get("payload", body) for body in bodies]
+    assert [p["source"] for p in payloads] == [wl.render_debezium(e, False)["source"] for e in events]
+    assert [p["op"] for p in payloads] == [wl.render_debezium(e, False)["op"] for e in events]
+    logical = sum(1 for b in bodies if "schema" in b and "connect.data.Decimal" in json.dumps(b["schema"]))
+    plain_with_schema = sum(1 for b in bodies if "schema" in b) - logical
+    plain = sum(1 for b in bodies if "schema" not in b)
+    assert logical > 100 and plain_with_schema > 50 and plain > 50
+    escaped = sum(1 for text in texts if text.isascii() and "\\u" in text)
+    assert (escaped > 0) == (ascii_fraction > 0)
+    assert (escaped == 0) or any(not text.isascii() for text in texts)
+    assert wl.debezium_table_options() == {spec.name: {"key": list(spec.key)} for spec in wl.DEFAULT_TABLES}
+
+
 # --------------------------------------------------------------------------- reference model
 
 

@@ -792,6 +792,26 @@ def render_key(event: SourceEvent, with_schema: bool) -> dict[str, Any]:
     return {"schema": _struct_schema(fields, f"{spec.topic}.Key", None, False), "payload": payload}
 
 
+def mixed_debezium_lines(seed: int, n_events: int, ascii_fraction: float = 0.0) -> list[str]:
+    """The envelopes of ``generate(seed, n_events)`` as JSON texts, the shapes mixed.
+
+    Half with logical types (:func:`render_debezium_json`), half plain, of which half
+    carry their Kafka Connect schema; ``ascii_fraction`` of them with non-ASCII text as
+    ``\\u`` escapes. The decoders' tests and benchmarks read this mix.
+    """
+    rng = random.Random(seed)
+    texts = []
+    for event in generate(seed, n_events):
+        body = render_debezium_json(event) if rng.random() < 0.5 else render_debezium(event, rng.random() < 0.5)
+        texts.append(json.dumps(body, ensure_ascii=bool(ascii_fraction) and rng.random() < ascii_fraction))
+    return texts
+
+
+def debezium_table_options(tables: Sequence[TableSpec] = DEFAULT_TABLES) -> dict[str, dict[str, list[str]]]:
+    """The ``tables`` decoder option (each table's key) of ``tables``."""
+    return {spec.name: {"key": list(spec.key)} for spec in tables}
+
+
 # --------------------------------------------------------------------------- delivery
 
 
