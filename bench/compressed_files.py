@@ -2,8 +2,9 @@
 
 ``python -m bench.compressed_files [--events 20000] [--rounds 3]`` writes one file of
 Debezium JSON lines (the differential test's workload, rendered as ``deliver`` renders
-it) plain and compressed with each codec (``.gz`` at gzip's level 6, ``.bz2``, ``.zst``
-as pyarrow writes it), and times ``udfs.spark_udfs.decode_record_batches`` over each
+it) plain and compressed with each codec (:func:`compress`: ``.gz`` at gzip's level 6,
+``.bz2``, ``.zst`` as pyarrow writes it, ``.deflate`` at zlib's level 6, ``.lz4`` and
+``.snappy`` in Hadoop's block framing of 256 KiB blocks, as Spark writes them), and times ``udfs.spark_udfs.decode_record_batches`` over each
 (what ``cdc_decode_records`` runs on a landing file: read by parts, cut, decoded), in
 this process. It prints each file's size and the best round's CPU seconds, and the
 ratio to the plain file's. The files take turns round by round (the machine is shared
@@ -16,8 +17,10 @@ import argparse
 import bz2
 import gzip
 import json
+import struct
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,15 +37,63 @@ def debezium_lines(events: int, seed: int = 3) -> tuple[bytes, str]:
     return ("\n".join(lines) + "\n").encode(), json.dumps(options, sort_keys=True)
 
 
+#: the block of Hadoop's block framing: its codecs' default buffer (``io.compression.codec.*.buffersize``)
+HADOOP_BLOCK_BYTES = 256 * 1024
+
+
+def hadoop_blocks(data: bytes, compress_chunk, block_bytes: int, chunk_bytes: int) -> bytes:  # noqa: ANN001
+    """``data`` in Hadoop's block framing (``BlockCompressorStream``): each block of
+    ``block_bytes`` its length, then its chunks of ``chunk_bytes`` (compressed by
+    ``compress_chunk``), each with its compressed length, all 4 bytes big-endian; no
+    data: one block of length 0."""
+    out = []
+    for start in range(0, len(data), block_bytes):
+        block = data[start : start + block_bytes]
+        out.append(struct.pack(">i", len(block)))
+        for at in range(0, len(block), chunk_bytes):
+            chunk = compress_chunk(block[at : at + chunk_bytes])
+            out.append(struct.pack(">i", len(chunk)) + chunk)
+    return b"".join(out) or struct.pack(">i", 0)
+
+
+def compress(data: bytes, codec: str, block_bytes: int = HADOOP_BLOCK_BYTES, chunk_bytes: int | None = None) -> bytes:
+    """``data`` compressed whole as a landing file of ``codec`` is (its name in
+    ``udfs.compression.CODEC_BY_EXTENSION``); ``block_bytes`` and ``chunk_bytes`` shape
+    the Hadoop block framing of ``lz4`` and ``snappy``."""
+    if codec == "gzip":
+        return gzip.compress(data, 6)
+    if codec == "bz2":
+        return bz2.compress(data)
+    if codec == "zstd":
+        sink = pa.BufferOutputStream()
+        with pa.CompressedOutputStream(sink, "zstd") as out:
+            out.write(data)
+        return sink.getvalue().to_pybytes()
+    if codec == "deflate":
+        return zlib.compress(data, 6)
+    if codec == "lz4":
+        import lz4.block
+
+        def chunk(part: bytes) -> bytes:
+            return lz4.block.compress(part, store_size=False)
+    elif codec == "snappy":
+
+        def chunk(part: bytes) -> bytes:
+            return pa.Codec("snappy").compress(part, asbytes=True)
+    else:
+        raise ValueError(f"unknown codec {codec!r}")
+    return hadoop_blocks(data, chunk, block_bytes, chunk_bytes or block_bytes)
+
+
 def write_files(content: bytes, folder: Path) -> dict[str, Path]:
     """``content`` plain and in each codec, by codec name ("plain": as it is)."""
-    paths = {name: folder / f"changes.jsonl{ext}" for name, ext in (("plain", ""), ("gzip", ".gz"), ("bz2", ".bz2"))}
-    paths["zstd"] = folder / "changes.jsonl.zst"
+    from udfs.compression import CODEC_BY_EXTENSION
+
+    paths = {"plain": folder / "changes.jsonl"}
     paths["plain"].write_bytes(content)
-    paths["gzip"].write_bytes(gzip.compress(content, 6))
-    paths["bz2"].write_bytes(bz2.compress(content))
-    with pa.output_stream(str(paths["zstd"]), compression="zstd") as out:
-        out.write(content)
+    for extension, codec in CODEC_BY_EXTENSION.items():
+        paths[codec] = folder / f"changes.jsonl{extension}"
+        paths[codec].write_bytes(compress(content, codec))
     return paths
 
 
