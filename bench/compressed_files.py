@@ -1,12 +1,12 @@
 """What reading a landing file through its codec costs (``udfs/compression.py``).
 
 ``python -m bench.compressed_files [--events 20000] [--rounds 3]`` writes one file of
-Debezium JSON lines (the differential test's workload, rendered as ``deliver`` renders
-it) plain and compressed with each codec (:func:`compress`: ``.gz`` at gzip's level 6,
+Debezium JSON lines (the differential test's workload, its mix of envelope shapes)
+plain and compressed with each codec (:func:`compress`: ``.gz`` at gzip's level 6,
 ``.bz2``, ``.zst`` as pyarrow writes it, ``.deflate`` at zlib's level 6, ``.lz4`` and
-``.snappy`` in Hadoop's block framing of 256 KiB blocks, as Spark writes them), and times ``udfs.spark_udfs.decode_record_batches`` over each
-(what ``cdc_decode_records`` runs on a landing file: read by parts, cut, decoded), in
-this process. It prints each file's size and the best round's CPU seconds, and the
+``.snappy`` in Hadoop's block framing of 256 KiB blocks, as Spark writes them), and
+times ``udfs.spark_udfs.decode_record_batches`` over each (what ``cdc_decode_records``
+runs on a landing file: read by parts, cut, decoded), in this process. It prints each file's size and the best round's CPU seconds, and the
 ratio to the plain file's. The files take turns round by round (the machine is shared
 and noisy). No Spark job runs.
 """
@@ -21,6 +21,7 @@ import struct
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,7 +42,7 @@ def debezium_lines(events: int, seed: int = 3) -> tuple[bytes, str]:
 HADOOP_BLOCK_BYTES = 256 * 1024
 
 
-def hadoop_blocks(data: bytes, compress_chunk, block_bytes: int, chunk_bytes: int) -> bytes:  # noqa: ANN001
+def hadoop_blocks(data: bytes, compress_chunk: Callable[[bytes], bytes], block_bytes: int, chunk_bytes: int) -> bytes:
     """``data`` in Hadoop's block framing (``BlockCompressorStream``): each block of
     ``block_bytes`` its length, then its chunks of ``chunk_bytes`` (compressed by
     ``compress_chunk``), each with its compressed length, all 4 bytes big-endian; no

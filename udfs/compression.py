@@ -10,8 +10,9 @@ as Spark's Hadoop codecs choose it, case as written, as Hadoop matches it:
   length and raw compressed bytes; a block of length 0 is the end, Hadoop's empty
   file). A ``.lz4`` file that starts with the LZ4 *frame* magic (what the ``lz4``
   command writes, which Hadoop cannot read) is read as a frame stream instead (as
-  Hadoop's blocks, those bytes would start a block of exactly 69,356,824 bytes). A ``.snappy`` file in Snappy's own *framing format*
-  (``snzip``, python-snappy's streams) fails the read saying so: it is not read.
+  Hadoop's blocks, those bytes would start a block of exactly 69,356,824 bytes). A
+  ``.snappy`` file in Snappy's own *framing format* (``snzip``, python-snappy's
+  streams) fails the read saying so: it is not read.
 
 Decisions:
 
@@ -38,7 +39,7 @@ import shutil
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -151,7 +152,7 @@ class _HadoopBlocks:
     most ``n`` at a time, a chunk decompressed at a time; a block whose chunks do not
     add up to its length, or data cut inside a block, is an error."""
 
-    def __init__(self, fh: BinaryIO, decompress_chunk) -> None:  # noqa: ANN001 - one of the two above
+    def __init__(self, fh: BinaryIO, decompress_chunk: Callable[[bytes, int], bytes]) -> None:
         self._fh, self._decompress_chunk = fh, decompress_chunk
         self._block_left, self._out, self._ended = 0, b"", False
 

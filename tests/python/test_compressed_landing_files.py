@@ -163,7 +163,7 @@ def test_the_files_sparks_writers_compress_read_back_byte_for_byte(spark, tmp_pa
     """Spark's text writer compresses with its Hadoop codecs: deflate, lz4 and snappy
     (Hadoop's block framing), gzip, bzip2 (zstd needs Hadoop's native library, absent
     here: Spark refuses it, so this file's other tests stand for it)."""
-    lines = [f'{{"id":{i},"text":"é 😀 \\u2028 {i}"}}' for i in range(20_000)]
+    lines = [f'{{"id":{i},"text":"é 😀 \u2028 \\n {i}"}}' for i in range(20_000)]  # U+2028 itself, an escaped newline
     lines.insert(7, "x" * 700_000 + "é" * 100_000)  # past the codecs' 256 KiB buffer: a block of several chunks
     frame = spark.createDataFrame([(line,) for line in lines], "value string").coalesce(1)
     empty = spark.createDataFrame([], "value string").coalesce(1)
