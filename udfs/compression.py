@@ -80,11 +80,10 @@ class _Decompressed:
         self._stream, self._path, self._codec = stream, path, codec
 
     def read(self, n: int = -1) -> bytes:
+        whole = n < 0  # the rest of the data (``read()``), a part at a time
         try:
-            if n < 0:
-                return self._stream.read()
             parts, wanted = [], n
-            while wanted > 0 and (part := self._stream.read(wanted)):
+            while (whole or wanted > 0) and (part := self._stream.read(_COPY_BYTES if whole else wanted)):
                 parts.append(part)
                 wanted -= len(part)
             return b"".join(parts)

@@ -34,7 +34,7 @@ from test_decode_files import _arrays, landing  # noqa: F401 - the fixture, shar
 from bench.compressed_files import compress as _compressed
 from udfs.compression import CODEC_BY_EXTENSION, codec_of, open_landing_file
 from udfs.pipeline import PipelineError, run_pipeline
-from udfs.spark_udfs import FILE_BLOCK_BYTES, decode_record_batches
+from udfs.spark_udfs import FILE_BLOCK_BYTES, RECORDS_TYPE, decode_record_batches, read_records, read_records_array
 
 EXTENSION_OF = {codec: extension for extension, codec in CODEC_BY_EXTENSION.items()}
 
@@ -71,6 +71,16 @@ def test_a_compressed_file_holds_the_records_of_its_bytes(landing, codec):  # no
     assert [r["record_index"] for r in expected].count(0) == len(plain[0]) - 1  # the empty file has none
     for block_bytes in (100, FILE_BLOCK_BYTES):
         assert _rows(_arrays(compressed), block_bytes) == expected, block_bytes
+
+
+@pytest.mark.parametrize("codec", list(EXTENSION_OF))
+def test_a_compressed_file_read_whole_holds_the_records_of_its_bytes(landing, codec):  # noqa: F811
+    """``cdc_read_records`` reads a file whole (``read()``), not by parts."""
+    plain, compressed = _with_compressed_copies(landing, codec)
+    expected = read_records(*plain)
+    assert sum(len(records) for records in expected) > 300
+    assert read_records(*compressed) == expected
+    assert read_records_array(*compressed, RECORDS_TYPE).equals(read_records_array(*plain, RECORDS_TYPE))
 
 
 def test_a_gzip_file_of_several_members_is_read_whole(tmp_path):
