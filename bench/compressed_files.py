@@ -6,9 +6,9 @@ plain and compressed with each codec (:func:`compress`: ``.gz`` at gzip's level 
 ``.bz2``, ``.zst`` as pyarrow writes it, ``.deflate`` at zlib's level 6, ``.lz4`` and
 ``.snappy`` in Hadoop's block framing of 256 KiB blocks, as Spark writes them), and
 times ``udfs.spark_udfs.decode_record_batches`` over each (what ``cdc_decode_records``
-runs on a landing file: read by parts, cut, decoded), in this process. It prints each file's size and the best round's CPU seconds, and the
-ratio to the plain file's. The files take turns round by round (the machine is shared
-and noisy). No Spark job runs.
+runs on a landing file: read by parts, cut, decoded), in this process. It prints each
+file's size, the best round's CPU seconds and the ratio to the plain file's. The files
+take turns round by round (the machine is shared and noisy). No Spark job runs.
 """
 
 from __future__ import annotations
