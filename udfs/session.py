@@ -43,8 +43,15 @@ def driver_java_options(warehouse: Path, user_options: str | None = None, run_op
     Why both: Spark takes one value for the setting, and a user's value set as is would
     replace the session's (``derby.log`` in the current folder, Spark's INFO logging
     at start-up). The JVM takes the last of two same options, so the user's win.
+
+    The session's own are quoted as Spark's launcher splits the value (quotes and
+    backslashes, as a shell): a warehouse whose path holds a blank (``My Projects/``)
+    would otherwise be cut into two options, and the JVM take the rest for its main
+    class. The user's are theirs, already written for that split.
     """
-    own = f"-Dderby.system.home={warehouse} -Dlog4j2.configurationFile={LOG4J2}"
+    own = " ".join(
+        shlex.quote(option) for option in (f"-Dderby.system.home={warehouse}", f"-Dlog4j2.configurationFile={LOG4J2}")
+    )
     return " ".join(part for part in (own, run_options.strip(), (user_options or "").strip()) if part)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,25 @@ def test_the_sessions_options_come_first_and_the_users_after():
     assert driver_java_options(Path("/wh"), "  -Xss4m -Da=b ") == (
         f"-Dderby.system.home=/wh -Dlog4j2.configurationFile={LOG4J2} -Xss4m -Da=b"
     )
+
+
+def test_the_sessions_options_are_quoted_as_the_launcher_splits_them():
+    # Spark's launcher splits the value at blanks outside quotes, as a shell does
+    # (shlex.split here); a path with none of a shell's specials is written as it is
+    awkward = Path("/My Projects/it's ü\\wh")
+    options = shlex.split(driver_java_options(awkward, "-Da=b", "-Xss4m"))
+    assert options == [f"-Dderby.system.home={awkward}", f"-Dlog4j2.configurationFile={LOG4J2}", "-Xss4m", "-Da=b"]
+    assert driver_java_options(Path("/wh/x_1.cdc")).startswith("-Dderby.system.home=/wh/x_1.cdc ")
+
+
+def test_a_warehouse_whose_path_holds_blanks_and_quotes_starts_the_session(tmp_path):
+    """A project in ``My Projects/``: the JVM started (before, the path's second word
+    was taken for its main class) and Derby's home is the whole path."""
+    warehouse = tmp_path / "My Projects" / "it's ü" / ".cdc"
+    properties = run_script(SCRIPT, str(warehouse), "", cwd=tmp_path)
+    assert properties["derby.system.home"] == str(warehouse)
+    assert properties["log4j2.configurationFile"] == LOG4J2
+    assert (warehouse / "derby.log").exists() and (warehouse / "metastore_db").is_dir()
 
 
 def test_a_users_driver_options_are_added_to_the_sessions_own(tmp_path):

@@ -172,7 +172,7 @@ def test_a_collector_the_user_chose_is_kept(tmp_path):
     # which select a collector, taken out of the environment)
     env = {k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"}
     for user in ("-XX:+UseG1GC", ""):
-        options = driver_java_options(tmp_path, user, short_lived_options_for(user)).split()
+        options = shlex.split(driver_java_options(tmp_path, user, short_lived_options_for(user)))
         java = subprocess.run(["java", *options, "-version"], env=env, capture_output=True, text=True, check=False)
         assert java.returncode == 0, java.stderr
     # and would not with both collectors: the case the rule is for
