@@ -18,6 +18,8 @@ several feeds and files at once, each case asserted on its own.
   land in the state and get a queryable mart view; names built to break out of a quoted
   identifier or string literal do not (no name from the data is pasted into SQL
   unquoted);
+* landing files named with blanks, a colon, ``#``, ``%``, glob characters, a newline,
+  quotes and non-ASCII letters are each read once, as themselves;
 * a table name longer than a file name (300 characters) lands or is quarantined, and the
   run does not fail (its own run): a name too long for a partition directory is
   quarantined with the reason.
@@ -94,6 +96,26 @@ BAD_UTF8_LINE = b'{"before":null,"after":{"id":3,"name":"a\xff\xfeb"},"source":{
 NEIGHBOUR_LINE = dbz("items", {"id": 4, "name": "ok"}, 13).encode()
 
 
+#: landing file names a shell, a URI or a glob would take apart (read by their own names)
+ODD_FILE_NAMES = (
+    "a b.jsonl",
+    "c:d.jsonl",
+    "e#f.jsonl",
+    "g%20h.jsonl",
+    "%zz.jsonl",
+    "ü-日本.jsonl",
+    "[1].jsonl",
+    "{x,y}.jsonl",
+    "star*.jsonl",
+    "q?.jsonl",
+    "sub dir/x.jsonl",
+    "new\nline.jsonl",
+    "tab\tname.jsonl",
+    "back\\slash.jsonl",
+    "quote'\".jsonl",
+)
+
+
 def land(root: Path) -> dict[str, bytes]:
     """Write every landing file; returns relative path -> content."""
     files: dict[str, bytes] = {}
@@ -109,6 +131,9 @@ def land(root: Path) -> dict[str, bytes]:
     weird_row = {"id": 1, **{c: f"value of {c}" for c in WEIRD_COLUMNS}}
     names = [dbz(WEIRD_TABLE, weird_row, 40), dbz(INJECT_TABLE, {"id": 2, "name": "only row"}, 41)]
     files["dbz/names.jsonl"] = ("\n".join(names) + "\n").encode()
+
+    for n, name in enumerate(ODD_FILE_NAMES):
+        files[f"dbz/{name}"] = (dbz("items", {"id": 200 + n, "name": name}, 200 + n) + "\n").encode()
 
     deep_doc = '{"tableName":{"name":"docs_t"},"opType":"I","after":' + "[" * DEPTH + "]" * DEPTH + "}"
     files["docs/deep.json"] = (arcion_doc("1", "before deep", 1) + "\n" + deep_doc + "\n").encode()
@@ -179,7 +204,14 @@ def hostile(spark, tmp_path_factory):
         (r.source_file.split("/landing/", 1)[1], r.record_index): r
         for r in spark.sql("select * from hostile_cdc.quarantine").collect()
     }
-    return {"spark": spark, "files": files, "summary": summary, "audit": audit, "quarantine": quarantine}
+    return {
+        "spark": spark,
+        "config": path,
+        "files": files,
+        "summary": summary,
+        "audit": audit,
+        "quarantine": quarantine,
+    }
 
 
 def counts(audit_row: Any) -> tuple[int, int, int, int]:
@@ -315,6 +347,15 @@ def test_names_with_quotes_backticks_spaces_and_keywords(hostile):
     # a table name built to widen the view's filter if it were pasted unescaped
     only = spark.sql("select id, name from hostile_marts.x__or__a___a").collect()
     assert [tuple(r) for r in only] == [("2", "only row")]
+
+
+def test_files_named_with_blanks_quotes_and_glob_characters_are_each_read_once(hostile):
+    spark, audit = hostile["spark"], hostile["audit"]
+    for n, name in enumerate(ODD_FILE_NAMES):
+        assert counts(audit[f"dbz/{name}"]) == (1, 1, 0, 0), name
+        assert state_row(spark, "items", str(200 + n))["name"] == name, "each file read as itself"
+    again = run_pipeline(hostile["config"], spark=spark)
+    assert (again.files, again.records) == (0, 0), "a name read once is known as read"
 
 
 def test_ten_thousand_columns_decoded(spark, make_config, tmp_path):
