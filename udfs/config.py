@@ -46,6 +46,14 @@ _TYPE = re.compile(
 )
 
 
+#: characters a warehouse's path cannot hold: a Hadoop path has no ``:`` (Derby's
+#: connection URL breaks on it too), and Spark reads a table's location as a glob
+#: pattern, where the rest are special (a location holding them was not found, or could
+#: match other folders too)
+_GLOB_SPECIAL = "[]{}*?\\"
+WAREHOUSE_PATH_UNSAFE = ":" + _GLOB_SPECIAL
+
+
 class ConfigError(ValueError):
     """A configuration problem; the message names it."""
 
@@ -192,6 +200,12 @@ def load_config(path: str | Path) -> Config:
     _unknown(raw, TOP_LEVEL_KEYS, f"{path}")
     base = path.parent
     warehouse = (base / str(raw.get("warehouse", ".cdc"))).resolve()
+    if unsafe := sorted({c for c in str(warehouse) if c in WAREHOUSE_PATH_UNSAFE}):
+        raise ConfigError(
+            f"{path}: the warehouse {warehouse} holds {' '.join(unsafe)} in its path, which Spark cannot take in a "
+            "table's location (Hadoop paths have no ':', and Spark reads a location as a glob pattern, where "
+            f"{' '.join(_GLOB_SPECIAL)} are special): set warehouse: to a folder whose path holds none of them"
+        )
     schema = str(raw.get("schema", "cdc"))
     marts_schema = str(raw.get("marts_schema", "marts"))
     for label, value in (("schema", schema), ("marts_schema", marts_schema)):

@@ -47,6 +47,21 @@ def test_wrong_config_names_the_problem(tmp_path, bad_feed, tables, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("folder", ["a:b", "a[1]", "{a,b}", "a*", "a?", "a\\b"])
+def test_a_warehouse_whose_path_spark_cannot_take_is_refused(tmp_path, folder):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, [feed("debezium_json")], warehouse=f"wh/{folder}/.cdc"))
+    assert f"the warehouse {tmp_path / 'wh' / folder / '.cdc'} holds" in str(err.value)
+    assert "set warehouse: to a folder" in str(err.value)
+
+
+def test_a_warehouse_path_with_blanks_quotes_and_percent_signs_is_taken(tmp_path):
+    # each of these ran the example (`cdc run`) from such a folder
+    for folder in ("My Projects", "it's", "a%20b", "c#d", "ü 日本"):
+        config = load_config(_write(tmp_path, [feed("debezium_json")], warehouse=f"wh/{folder}/.cdc"))
+        assert config.warehouse == tmp_path / "wh" / folder / ".cdc"
+
+
 def test_tables_whose_events_carry_their_key_need_no_key(tmp_path):
     for fmt, options in (("cdl_json", {}), ("dts_canal_json", {}), ("lindorm_json", {"table_kind": "hbase"})):
         load_config(_write(tmp_path, [feed(fmt, options=options)], {"t": {"columns": {"row": "string"}}}))

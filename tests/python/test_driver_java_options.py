@@ -65,7 +65,7 @@ def test_the_sessions_options_come_first_and_the_users_after():
 def test_the_sessions_options_are_quoted_as_the_launcher_splits_them():
     # Spark's launcher splits the value at blanks outside quotes, as a shell does
     # (shlex.split here); a path with none of a shell's specials is written as it is
-    awkward = Path("/My Projects/it's ü\\wh")
+    awkward = Path('/My Projects/it\'s "ü" wh')
     options = shlex.split(driver_java_options(awkward, "-Da=b", "-Xss4m"))
     assert options == [f"-Dderby.system.home={awkward}", f"-Dlog4j2.configurationFile={LOG4J2}", "-Xss4m", "-Da=b"]
     assert driver_java_options(Path("/wh/x_1.cdc")).startswith("-Dderby.system.home=/wh/x_1.cdc ")
