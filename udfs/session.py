@@ -171,21 +171,46 @@ def submitted_driver_java_options(submit_args: str) -> tuple[str, str | None]:
     return (submit_args, None) if value is None else (shlex.join(kept), value)
 
 
+#: the locale a JVM is started in when the caller's charset is not UTF-8
+UTF8_LOCALE = "C.UTF-8"
+_UTF8 = re.compile(r"utf-?8", re.IGNORECASE)
+
+
+def utf8_locale(environ: Mapping[str, str]) -> dict[str, str]:
+    """The locale variables to set so that a JVM started with ``environ`` takes file
+    names and text as UTF-8; none when its locale's charset is UTF-8 already.
+
+    Java 17 takes both charsets from the locale (``LC_ALL``, else ``LC_CTYPE``, else
+    ``LANG``; the one of file names, ``sun.jnu.encoding``, cannot be set by an option).
+    In the C locale it is ASCII: a table whose name is not ASCII failed the changelog's
+    write (``TASK_WRITE_FAILED``: its partition folder cannot be named), and a warehouse
+    under a non-ASCII folder failed the JVM's start. Only the charset changes:
+    ``LC_CTYPE``, or ``LC_ALL`` when that is what the locale comes from.
+    """
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        if value := environ.get(name):  # an empty variable is not set
+            return {} if _UTF8.search(value) else {"LC_ALL" if name == "LC_ALL" else "LC_CTYPE": UTF8_LOCALE}
+    return {"LC_CTYPE": UTF8_LOCALE}
+
+
 @contextmanager
-def _submit_args(value: str | None) -> Iterator[None]:
-    """``PYSPARK_SUBMIT_ARGS`` set to ``value`` (unset: None) while the JVM starts."""
-    before = os.environ.get("PYSPARK_SUBMIT_ARGS")
-    if value is None:
-        os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
-    else:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = value
+def _environment(changes: Mapping[str, str | None]) -> Iterator[None]:
+    """The environment variables ``changes`` names set to its values (None: unset)
+    while the JVM starts (pyspark passes the environment to it)."""
+    before = {name: os.environ.get(name) for name in changes}
+    for name, value in changes.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
-        else:
-            os.environ["PYSPARK_SUBMIT_ARGS"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 #: Spark's fallback for a partition filter the Hive metastore fails on (see build_session).
@@ -284,7 +309,8 @@ def build_session(
     )
     for name, value in conf.items():
         builder = builder.config(name, value)
-    with _submit_args(submit_args):
+    # the JVM (and the Python workers it starts) in a UTF-8 locale, whatever the caller's
+    with _environment({"PYSPARK_SUBMIT_ARGS": submit_args, **utf8_locale(os.environ)}):
         spark = builder.getOrCreate()
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(str(package_zip(wh)))

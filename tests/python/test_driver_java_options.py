@@ -29,6 +29,7 @@ from udfs.session import (
     spark_properties,
     submitted_driver_java_options,
     submitted_properties,
+    utf8_locale,
 )
 
 #: a session built as ``cdc run`` builds it, with the user's driver options; the JVM's
@@ -79,6 +80,57 @@ def test_a_warehouse_whose_path_holds_blanks_and_quotes_starts_the_session(tmp_p
     assert properties["derby.system.home"] == str(warehouse)
     assert properties["log4j2.configurationFile"] == LOG4J2
     assert (warehouse / "derby.log").exists() and (warehouse / "metastore_db").is_dir()
+
+
+#: a session started in the environment given; the JVM's charsets, and a table
+#: partitioned by non-ASCII names written and read back
+LOCALE_SCRIPT = r"""
+import json, os, sys
+from pathlib import Path
+from udfs.session import build_session
+
+warehouse = Path(sys.argv[1])
+spark = build_session(warehouse, master="local[1]")
+system = spark._jvm.java.lang.System
+target = warehouse / "by_name"
+spark.createDataFrame([("tü", 1), ("tö", 2), ("t日本", 3)], "t string, n int").write.partitionBy("t").parquet(str(target))
+print("RESULT " + json.dumps({
+    "names": system.getProperty("sun.jnu.encoding"),
+    "text": system.getProperty("file.encoding"),
+    "rows": sorted([r.t, r.n] for r in spark.read.parquet(str(target)).collect()),
+    "folders": sorted(p.name for p in target.iterdir() if p.name.startswith("t=")),
+    "caller": os.environ.get("LC_ALL"),
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("environ", "changes"),
+    [
+        ({"LANG": "C.UTF-8"}, {}),
+        ({"LANG": "en_US.utf8", "LC_CTYPE": ""}, {}),
+        ({"LC_ALL": "de_DE.UTF-8", "LANG": "C"}, {}),
+        ({}, {"LC_CTYPE": "C.UTF-8"}),
+        ({"LANG": "C"}, {"LC_CTYPE": "C.UTF-8"}),
+        ({"LANG": "C.UTF-8", "LC_CTYPE": "POSIX"}, {"LC_CTYPE": "C.UTF-8"}),
+        ({"LC_ALL": "C", "LANG": "C.UTF-8"}, {"LC_ALL": "C.UTF-8"}),
+        ({"LC_ALL": "", "LANG": "de_DE.ISO-8859-1"}, {"LC_CTYPE": "C.UTF-8"}),
+    ],
+)
+def test_the_jvm_is_started_in_a_utf8_locale_changing_only_the_charset(environ, changes):
+    assert utf8_locale(environ) == changes
+
+
+def test_a_session_started_in_the_c_locale_takes_non_ascii_names(tmp_path):
+    """Started with ``LC_ALL=C`` (a cron job, a CI script), the JVM took file names as
+    ASCII: a non-ASCII warehouse folder failed its start, a non-ASCII partition value
+    (a table's name in the changelog) its write."""
+    warehouse = tmp_path / "ü" / ".cdc"
+    result = run_script(LOCALE_SCRIPT, str(warehouse), cwd=tmp_path, env={"LC_ALL": "C", "LANG": "C"})
+    assert (result["names"], result["text"]) == ("UTF-8", "UTF-8")
+    assert result["rows"] == [["tö", 2], ["tü", 1], ["t日本", 3]]
+    assert result["folders"] == ["t=tö", "t=tü", "t=t日本"]
+    assert result["caller"] == "C", "the process's own environment is as it was"
 
 
 def test_a_users_driver_options_are_added_to_the_sessions_own(tmp_path):
