@@ -314,10 +314,33 @@ def build_session(
         spark = builder.getOrCreate()
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(str(package_zip(wh)))
-    spark.sparkContext.setLogLevel(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+    log_level = os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR")
+    spark.sparkContext.setLogLevel(log_level)
+    quiet_pyspark_error_logs(log_level)
     settle_hive_function_registration(spark)
     register(spark)
     return spark
+
+
+#: pyspark's loggers that print every SQL error it raises once more, as a JSON line
+#: holding the JVM's whole stack trace (``PySparkException._log_exception``)
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+#: ``CDC_SPARK_LOG_LEVEL`` values at which those lines are kept
+_VERBOSE_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO")
+
+
+def quiet_pyspark_error_logs(log_level: str) -> None:
+    """Silence :data:`PYSPARK_ERROR_LOGGERS` unless ``log_level`` (``CDC_SPARK_LOG_LEVEL``)
+    is ``INFO`` or finer: the commands report an error in one line of their own
+    (``cdc sql: [TABLE_OR_VIEW_NOT_FOUND] ...``), which pyspark preceded with 7 KB of
+    JSON and Java frames."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    level = logging.WARN if log_level.upper() in _VERBOSE_LOG_LEVELS else logging.CRITICAL  # WARN: pyspark's own
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(level)  # its own class: pyspark logs through it with fields
 
 
 #: Hive's flag of its one-time function registration, and the value meaning done.
