@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cdc: configuration error: {exc}", file=sys.stderr)
         return 2
 
-    from udfs.warehouse_lock import WarehouseBusyError, hold
+    from udfs.warehouse_lock import WarehouseBusyError, WarehouseUnusableError, hold
 
     if args.command == "serve":
         from udfs.serve import ServeRefusedError, serve
@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         except WarehouseBusyError as exc:
             print(f"cdc serve: {exc}; stop it first", file=sys.stderr)
             return 3
+        except WarehouseUnusableError as exc:
+            print(f"cdc serve: {exc}", file=sys.stderr)
+            return 2
 
     try:
         with hold(config.warehouse, args.command):
@@ -80,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             hint = f"; query it there: beeline -u jdbc:hive2://{busy.holder.get('host')}:{busy.holder.get('port')}"
         print(f"cdc {args.command}: {busy}{hint}", file=sys.stderr)
         return 3
+    except WarehouseUnusableError as exc:
+        print(f"cdc {args.command}: {exc}", file=sys.stderr)
+        return 2
 
 
 def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:

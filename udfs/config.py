@@ -189,12 +189,16 @@ def load_config(path: str | Path) -> Config:
     from udfs.formats import FORMATS
 
     path = Path(path).resolve()
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8") from None
+    except OSError as exc:  # a folder, a file this user cannot read
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     _unknown(raw, TOP_LEVEL_KEYS, f"{path}")

@@ -43,12 +43,28 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
 
 
+class WarehouseUnusableError(RuntimeError):
+    """The warehouse folder cannot be created, or its lock file opened (the message says
+    which and why): a configuration to change, found before any work."""
+
+
+def _open_lock_file(warehouse: Path) -> int:
+    try:
+        warehouse.mkdir(parents=True, exist_ok=True)
+        return os.open(warehouse / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise WarehouseUnusableError(
+            f"the warehouse {warehouse} cannot be used: {exc.strerror or exc}: {exc.filename}; "
+            "set warehouse: to a folder this user can create and write"
+        ) from exc
+
+
 @contextmanager
 def hold(warehouse: Path, role: str, **info: Any) -> Iterator[None]:
-    """Hold the warehouse for this process; raise :class:`WarehouseBusyError` if another does."""
-    warehouse.mkdir(parents=True, exist_ok=True)
+    """Hold the warehouse for this process; raise :class:`WarehouseBusyError` if another
+    does, :class:`WarehouseUnusableError` if its folder cannot be made or written."""
     path = warehouse / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock_file(warehouse)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -184,3 +184,16 @@ def test_wrong_config_fails_before_any_work_naming_the_problem(tmp_path):
     )
     p = cdc(["run"], tmp_path, timeout=60)
     assert p.returncode == 2 and "table 't' has no key" in p.stderr, p.stderr
+    # a warehouse whose folder cannot be made (under a file): named, before any work
+    (tmp_path / "a_file").write_text("")
+    (tmp_path / "cdc.yml").write_text(
+        "warehouse: a_file/.cdc\nfeeds:\n  - name: f\n    format: debezium_json\n    path: landing\n"
+    )
+    warehouse = tmp_path / "a_file" / ".cdc"
+    for command in (["run"], ["sql", "select 1"], ["serve"]):
+        p = cdc(command, tmp_path, timeout=60)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.splitlines() == [
+            f"cdc {command[0]}: the warehouse {warehouse} cannot be used: Not a directory: {warehouse}; "
+            "set warehouse: to a folder this user can create and write"
+        ]

@@ -62,6 +62,17 @@ def test_a_warehouse_path_with_blanks_quotes_and_percent_signs_is_taken(tmp_path
         assert config.warehouse == tmp_path / "wh" / folder / ".cdc"
 
 
+def test_a_config_file_that_cannot_be_read_as_utf8_text_is_named(tmp_path):
+    path = _write(tmp_path, [feed("debezium_json")])
+    path.write_bytes(path.read_bytes() + b"# caf\xe9 (latin-1)\n")
+    with pytest.raises(ConfigError, match=r"cdc.yml: not UTF-8 text \(byte \d+: invalid continuation byte\)"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=f"config file {tmp_path} cannot be read: Is a directory"):
+        load_config(tmp_path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yml")
+
+
 def test_tables_whose_events_carry_their_key_need_no_key(tmp_path):
     for fmt, options in (("cdl_json", {}), ("dts_canal_json", {}), ("lindorm_json", {"table_kind": "hbase"})):
         load_config(_write(tmp_path, [feed(fmt, options=options)], {"t": {"columns": {"row": "string"}}}))
