@@ -56,6 +56,28 @@ def check_bind(config: Config, host: str) -> None:
         )
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse a port out of range, or one another process listens on, before the session
+    starts (a start takes a while, and the Thrift server's own failure is a Java stack
+    trace); a port that only holds closing connections is free, as the server takes it."""
+    if not 1 <= port <= 65535:
+        raise ServeRefusedError(f"--port {port} is not a port (1 to 65535)")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise ServeRefusedError(f"cannot listen on {host}: {exc.strerror}") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Java's server sockets on Linux
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ServeRefusedError(
+                f"cannot listen on {host}:{port}: {exc.strerror}; another server listens there? choose another --port"
+            ) from None
+
+
 def publish_settings(spark: Any, config: Config) -> None:
     """Store the run's dbt settings in ``<schema>.cdc_settings`` for plain ``dbt`` runs."""
     import json
@@ -92,6 +114,7 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
 
     check_bind(config, host)
     with hold(config.warehouse, "serve", host=host, port=port):
+        check_port(host, port)  # after the lock: a second `cdc serve` of this warehouse is named as its holder
         spark = build_session(
             config,
             master=master,
