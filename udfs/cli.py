@@ -45,6 +45,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from pyspark.errors import PySparkRuntimeError
+
+    try:
+        return _main(args)
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        # the JVM printed its own reason (a master URL Spark does not know, a bad
+        # option) before it exited; pyspark's traceback would only bury it
+        print(f"cdc {args.command}: Spark's JVM exited as it started; its reason is above", file=sys.stderr)
+        return 1
+
+
+def _main(args: argparse.Namespace) -> int:
     from udfs.config import ConfigError, load_config
 
     try:

@@ -7,6 +7,8 @@
   pyspark's line, for a user who wants the trace.
 * ``cdc serve`` on a port another process listens on, or on no port, is refused before
   its session starts (``udfs.serve.check_port``); it was a Java stack trace.
+* A JVM that exits as it starts (``--master`` Spark does not know) leaves its own reason
+  and one line of the command's, not pyspark's traceback.
 """
 
 from __future__ import annotations
@@ -72,3 +74,11 @@ def test_serve_on_a_port_another_process_listens_on_is_refused_before_its_sessio
     for bad in ("0", "70000"):
         p = _cdc(tmp_path, "serve", "--port", bad, timeout=60)
         assert (p.returncode, p.stderr) == (2, f"cdc serve: --port {bad} is not a port (1 to 65535)\n")
+
+
+def test_a_jvm_that_exits_as_it_starts_leaves_its_reason_and_one_line(tmp_path):
+    p = _cdc(tmp_path, "run", "--master", "nowhere://x", timeout=120)
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert "Master must either be yarn or start with spark, k8s, or local" in p.stderr, p.stderr[-3000:]
+    assert "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert p.stderr.splitlines()[-1] == "cdc run: Spark's JVM exited as it started; its reason is above"
