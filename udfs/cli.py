@@ -120,7 +120,13 @@ def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: b
 def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[str, Any]) -> int:
     """``cdc sql`` / ``cdc export`` / ``cdc quarantine`` in the session of the running
     ``cdc serve``: the same lines as the embedded path (see ``udfs.export``)."""
-    from udfs.export import ThriftQueryError, thrift_error_message, thrift_export_lines, thrift_rows_as_json
+    from udfs.export import (
+        ThriftQueryError,
+        missing_relation_message,
+        thrift_error_message,
+        thrift_export_lines,
+        thrift_rows_as_json,
+    )
     from udfs.serve import server_address, thrift_connect
 
     host, port = server_address(holder)
@@ -152,7 +158,15 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
                 for line in thrift_rows_as_json(cursor, query):
                     print(line)
     except ThriftQueryError as exc:
-        print(f"cdc {args.command}: {exc}", file=sys.stderr)
+        message = str(exc)
+        if args.command in ("export", "quarantine") and "[TABLE_OR_VIEW_NOT_FOUND]" in message:
+
+            def rows(sql: str) -> list[tuple[Any, ...]]:
+                cursor.execute(sql)
+                return [tuple(r) for r in cursor.fetchall()]
+
+            message = missing_relation_message(args.command, config, getattr(args, "table", None), rows) or message
+        print(f"cdc {args.command}: {message}", file=sys.stderr)
         return 1
     finally:
         try:
@@ -209,7 +223,15 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
             for line in rows_as_json(spark, spark.sql(query)):
                 print(line)
     except Exception as exc:  # noqa: BLE001 - AnalysisException etc.: one clear line
-        print(f"cdc {args.command}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        message = str(exc).splitlines()[0]
+        if args.command in ("export", "quarantine") and "[TABLE_OR_VIEW_NOT_FOUND]" in message:
+            from udfs.export import missing_relation_message
+
+            def rows(sql: str) -> list[tuple[Any, ...]]:
+                return [tuple(r) for r in spark.sql(sql).collect()]
+
+            message = missing_relation_message(args.command, config, getattr(args, "table", None), rows) or message
+        print(f"cdc {args.command}: {message}", file=sys.stderr)
         return 1
     return 0
 

@@ -135,6 +135,32 @@ def mart_table(config: Config, table: str) -> str:
     return f"{quote_identifier(config.marts_schema)}.{quote_identifier(view)}"
 
 
+def missing_relation_message(command: str, config: Config, table: str | None, rows: Any) -> str | None:
+    """Why ``cdc export TABLE`` or ``cdc quarantine`` found no table, in words a user acts
+    on, or None when the warehouse holds what they read and the error is another's.
+    ``rows(sql)`` returns a statement's rows as tuples (in a session, or through a server).
+
+    Spark says only ``TABLE_OR_VIEW_NOT_FOUND``, the same for a warehouse that has no run
+    yet (no ``audit_files``: a run writes it first) and for a table name that is wrong."""
+
+    def tables(schema: str) -> list[str]:
+        if schema.lower() not in {str(r[0]).lower() for r in rows("show schemas")}:
+            return []
+        # (namespace, tableName, isTemporary): a session's temporary views are not the warehouse's
+        return sorted(str(r[1]) for r in rows(f"show tables in {quote_identifier(schema)}") if not r[2])
+
+    if "audit_files" not in tables(config.schema):
+        return f"the warehouse {config.warehouse} has no run yet: `cdc run` makes its tables"
+    if command != "export":
+        return None
+    views = tables(config.marts_schema)
+    if mart_view_name(str(table).lower()) in views:
+        return None
+    if not views:
+        return f"no table `{table}`: the warehouse's marts hold no table yet"
+    return f"no table `{table}` in {config.marts_schema}; its tables are: {', '.join(views)}"
+
+
 def export_lines(
     spark: Any, config_path: str | Path | Config, table: str, with_metadata: bool = False
 ) -> Iterator[str]:

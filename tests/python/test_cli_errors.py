@@ -7,6 +7,8 @@
   pyspark's line, for a user who wants the trace.
 * ``cdc serve`` on a port another process listens on, or on no port, is refused before
   its session starts (``udfs.serve.check_port``); it was a Java stack trace.
+* ``cdc export`` and ``cdc quarantine`` before any run say so, not Spark's
+  TABLE_OR_VIEW_NOT_FOUND (a table name the marts do not hold: test_thrift_server.py).
 * A JVM that exits as it starts (``--master`` Spark does not know) leaves its own reason
   and one line of the command's, not pyspark's traceback.
 """
@@ -82,3 +84,13 @@ def test_a_jvm_that_exits_as_it_starts_leaves_its_reason_and_one_line(tmp_path):
     assert "Master must either be yarn or start with spark, k8s, or local" in p.stderr, p.stderr[-3000:]
     assert "Traceback" not in p.stderr, p.stderr[-3000:]
     assert p.stderr.splitlines()[-1] == "cdc run: Spark's JVM exited as it started; its reason is above"
+
+
+def test_export_and_quarantine_before_any_run_say_so(tmp_path):
+    no_run_yet = f"the warehouse {(tmp_path / '.cdc').resolve()} has no run yet: `cdc run` makes its tables"
+    for args in (["export", "t"], ["quarantine"]):
+        p = _cdc(tmp_path, *args)
+        assert p.returncode == 1, p.stderr[-3000:]
+        assert p.stdout == ""
+        assert p.stderr.splitlines()[-1] == f"cdc {args[0]}: {no_run_yet}", p.stderr[-3000:]
+        assert "TABLE_OR_VIEW_NOT_FOUND" not in p.stderr and "Traceback" not in p.stderr, p.stderr[-3000:]

@@ -122,9 +122,9 @@ def test_the_jvm_is_started_in_a_utf8_locale_changing_only_the_charset(environ, 
 
 
 def test_a_session_started_in_the_c_locale_takes_non_ascii_names(tmp_path):
-    """Started with ``LC_ALL=C`` (a cron job, a CI script), the JVM took file names as
-    ASCII: a non-ASCII warehouse folder failed its start, a non-ASCII partition value
-    (a table's name in the changelog) its write."""
+    """Started with ``LC_ALL=C`` (a CI script, a container that sets it), the JVM took
+    file names as ASCII: a non-ASCII warehouse folder failed its start, a non-ASCII
+    partition value (a table's name in the changelog) its write."""
     warehouse = tmp_path / "ü" / ".cdc"
     result = run_script(LOCALE_SCRIPT, str(warehouse), cwd=tmp_path, env={"LC_ALL": "C", "LANG": "C"})
     assert (result["names"], result["text"]) == ("UTF-8", "UTF-8")

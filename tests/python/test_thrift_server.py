@@ -25,6 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from hive_registration import HIVE_GET_SQL, outcome_within
 
 from udfs.pipeline import RUN_LOCK_TABLE, release_run_lock, run_lock_holder
@@ -144,12 +145,18 @@ def beeline(port: int, sql: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    """The mart rows of an embedded ``cdc run`` on the example."""
+def embedded_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the example after an embedded ``cdc run``."""
     work = example_copy(tmp_path_factory.mktemp("embedded"), "shop")
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
-    rows = embedded_rows(work)
+    return work
+
+
+@pytest.fixture(scope="module")
+def embedded(embedded_work: Path) -> list[dict]:
+    """The mart rows of an embedded ``cdc run`` on the example."""
+    rows = embedded_rows(embedded_work)
     assert len(rows) == 3
     return rows
 
@@ -497,11 +504,27 @@ def test_a_dead_runs_lock_is_released_by_hand_naming_that_run(server, tmp_path):
     assert "never_run" not in {next(iter(r.values())) for r in pyhive_rows_any(port, "show schemas")}
 
 
+def test_export_of_a_table_the_marts_do_not_hold_names_those_they_do(embedded_work):
+    """Spark's TABLE_OR_VIEW_NOT_FOUND, said in the words a user acts on (the embedded
+    path; through a server: the next test; before any run: test_cli_errors.py)."""
+    p = cdc(["export", "customer"], embedded_work)
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert p.stderr.splitlines()[-1] == "cdc export: no table `customer` in marts; its tables are: customers"
+    assert "Traceback" not in p.stderr and "org.apache" not in p.stderr, p.stderr
+
+
 def test_through_the_server_failures_are_one_clear_line(server):
     work, port, _ = server
+    _run_example_unless_run(work, port)
+    # a configuration whose schemas no run has made, on the same warehouse (the server's)
+    never_run = yaml.safe_load((work / "cdc.yml").read_text()) | {"schema": "never_run", "marts_schema": "never_mart"}
+    (work / "never_run.yml").write_text(yaml.safe_dump(never_run))
+    no_run_yet = f"the warehouse {(work / '.cdc').resolve()} has no run yet: `cdc run` makes its tables"
     for args, message in (
         (["sql", "select * from no_such_table"], "cdc sql: [TABLE_OR_VIEW_NOT_FOUND] The table or view"),
-        (["export", "no_such_table"], "cdc export: [TABLE_OR_VIEW_NOT_FOUND] The table or view"),
+        (["export", "no_such_table"], "cdc export: no table `no_such_table` in marts; its tables are: "),
+        (["export", "customers", "--config", "never_run.yml"], f"cdc export: {no_run_yet}"),
+        (["quarantine", "--config", "never_run.yml"], f"cdc quarantine: {no_run_yet}"),
         (["sql", "use marts"], "cdc sql: USE, SET and RESET would change the session that `cdc serve` shares"),
         (["sql", "set spark.sql.ansi.enabled=false"], "cdc sql: USE, SET and RESET would change"),
     ):
@@ -510,6 +533,9 @@ def test_through_the_server_failures_are_one_clear_line(server):
         assert "running through it" in p.stderr
         assert message in p.stderr, (args, p.stderr)
         assert "Traceback" not in p.stderr and "org.apache" not in p.stderr, p.stderr
+        if args[0] == "export" and args[1] == "no_such_table":
+            listed = p.stderr.splitlines()[-1].removeprefix(message).split(", ")
+            assert "customers" in listed and listed == sorted(listed), p.stderr
     # the refused USE did not change the server's session, nor did a failure leave a view behind
     assert pyhive_rows_any(port, "select current_database() as db") == [{"db": "default"}]
     assert not [r for r in pyhive_rows_any(port, "show tables") if r["tableName"].startswith("_cdc_rows_")]
