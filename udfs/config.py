@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import yaml
 
@@ -46,16 +47,29 @@ _TYPE = re.compile(
 )
 
 
-#: characters a warehouse's path cannot hold: a Hadoop path has no ``:`` (Derby's
-#: connection URL breaks on it too), and Spark reads a table's location as a glob
-#: pattern, where the rest are special (a location holding them was not found, or could
-#: match other folders too)
+#: characters a warehouse's path cannot hold: the metastore's Derby connection URL
+#: breaks on ``:``, and Spark reads a table's location as a glob pattern, where the rest
+#: are special (a location holding them was not found, or could match other folders too);
+#: ``spark.sql.warehouse.dir`` (the tables alone) may hold a ``:``: a run took one
 _GLOB_SPECIAL = "[]{}*?\\"
 WAREHOUSE_PATH_UNSAFE = ":" + _GLOB_SPECIAL
 
 
 class ConfigError(ValueError):
     """A configuration problem; the message names it."""
+
+
+def _check_warehouse_path(path: Path, setting: str, folder: str, unsafe_characters: str) -> None:
+    """Refuse a folder of tables whose path holds one of ``unsafe_characters``, naming
+    the setting that chose it."""
+    if unsafe := sorted({c for c in folder if c in unsafe_characters}):
+        why = "Spark reads a table's location as a glob pattern, where " + " ".join(_GLOB_SPECIAL) + " are special"
+        if ":" in unsafe_characters:
+            why = "the metastore's Derby connection URL breaks on ':', and " + why
+        raise ConfigError(
+            f"{path}: the {setting} {folder} holds {' '.join(unsafe)} in its path, which Spark cannot take in a "
+            f"table's location ({why}): set {setting}: to a folder whose path holds none of them"
+        )
 
 
 @dataclass
@@ -204,12 +218,7 @@ def load_config(path: str | Path) -> Config:
     _unknown(raw, TOP_LEVEL_KEYS, f"{path}")
     base = path.parent
     warehouse = (base / str(raw.get("warehouse", ".cdc"))).resolve()
-    if unsafe := sorted({c for c in str(warehouse) if c in WAREHOUSE_PATH_UNSAFE}):
-        raise ConfigError(
-            f"{path}: the warehouse {warehouse} holds {' '.join(unsafe)} in its path, which Spark cannot take in a "
-            "table's location (Hadoop paths have no ':', and Spark reads a location as a glob pattern, where "
-            f"{' '.join(_GLOB_SPECIAL)} are special): set warehouse: to a folder whose path holds none of them"
-        )
+    _check_warehouse_path(path, "warehouse", str(warehouse), WAREHOUSE_PATH_UNSAFE)
     schema = str(raw.get("schema", "cdc"))
     marts_schema = str(raw.get("marts_schema", "marts"))
     for label, value in (("schema", schema), ("marts_schema", marts_schema)):
@@ -312,6 +321,10 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
     spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
+    if (tables_dir := spark_conf.get("spark.sql.warehouse.dir")) is not None:
+        # a URL's scheme (file:, hdfs:) is no part of the folders' names
+        folder = unquote(urlparse(tables_dir).path) or tables_dir
+        _check_warehouse_path(path, "spark.sql.warehouse.dir", folder, _GLOB_SPECIAL)
     return Config(
         path,
         warehouse,

@@ -55,6 +55,25 @@ def test_a_warehouse_whose_path_spark_cannot_take_is_refused(tmp_path, folder):
     assert "set warehouse: to a folder" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "folder"),
+    [("tables/a[1]", "tables/a[1]"), ("/srv/a*", "/srv/a*"), ("file:///srv/a%7Bb%7D", "/srv/a{b}")],
+)
+def test_a_spark_warehouse_dir_whose_path_spark_cannot_take_is_refused(tmp_path, value, folder):
+    """The tables' folder set in ``spark:`` is checked for the glob's special characters
+    (a URL's scheme is no part of its path; an escaped character is the character). A
+    ``:`` is taken there: the example ran twice with ``/tmp/.../a:b/tables``; it is the
+    metastore's Derby URL, which ``warehouse:`` sets, that breaks on one."""
+    spark = {"spark.sql.warehouse.dir": value}
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, [feed("debezium_json")], spark=spark))
+    assert f"the spark.sql.warehouse.dir {folder} holds" in str(err.value)
+    assert "set spark.sql.warehouse.dir: to a folder" in str(err.value)
+    for taken in ("tables/My Tables", "/srv/a:b", "file:///srv/a%20b", "hdfs://namenode:8020/warehouse"):
+        config = load_config(_write(tmp_path, [feed("debezium_json")], spark={"spark.sql.warehouse.dir": taken}))
+        assert config.spark_conf["spark.sql.warehouse.dir"] == taken
+
+
 def test_a_warehouse_path_with_blanks_quotes_and_percent_signs_is_taken(tmp_path):
     # each of these ran the example (`cdc run`) from such a folder
     for folder in ("My Projects", "it's", "a%20b", "c#d", "ü 日本"):
