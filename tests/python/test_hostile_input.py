@@ -115,6 +115,9 @@ ODD_FILE_NAMES = (
     "quote'\".jsonl",
 )
 
+#: a feed's landing folder named as the files above are: it is listed by the project too
+DOCS_FOLDER = "docs [1] {a,b} *?:#%20\\'ü"
+
 
 def land(root: Path) -> dict[str, bytes]:
     """Write every landing file; returns relative path -> content."""
@@ -136,10 +139,10 @@ def land(root: Path) -> dict[str, bytes]:
         files[f"dbz/{name}"] = (dbz("items", {"id": 200 + n, "name": name}, 200 + n) + "\n").encode()
 
     deep_doc = '{"tableName":{"name":"docs_t"},"opType":"I","after":' + "[" * DEPTH + "]" * DEPTH + "}"
-    files["docs/deep.json"] = (arcion_doc("1", "before deep", 1) + "\n" + deep_doc + "\n").encode()
+    files[f"{DOCS_FOLDER}/deep.json"] = (arcion_doc("1", "before deep", 1) + "\n" + deep_doc + "\n").encode()
     bad_doc = arcion_doc("3", "BAD", 3).encode().replace(b"BAD", b"b\xffd")
     utf8 = [arcion_doc("2", "first", 2).encode(), bad_doc, arcion_doc("4", "last", 4).encode()]
-    files["docs/utf8.json"] = b"\n".join(utf8) + b"\n"
+    files[f"{DOCS_FOLDER}/utf8.json"] = b"\n".join(utf8) + b"\n"
 
     rows = [b'1,"one"', b'2,"tw\xffo"', b'3,"th""ree"']
     files["csv/bom_crlf.csv"] = b"\xef\xbb\xbf" + b"\r\n".join(rows) + b"\r\n"
@@ -174,7 +177,7 @@ def hostile(spark, tmp_path_factory):
     files = land(tmp / "landing")
     feeds = [
         {"name": "dbz", "format": "debezium_json", "path": "landing/dbz"},
-        {"name": "docs", "format": "arcion_internal_json", "path": "landing/docs"},
+        {"name": "docs", "format": "arcion_internal_json", "path": f"landing/{DOCS_FOLDER}"},
         {"name": "csv", "format": "arcion_internal_csv", "path": "landing/csv", "options": {"table": "items_csv"}},
         {"name": "kcat", "format": "arcion_kafka_json", "path": "landing/kcat"},
     ]
@@ -261,8 +264,8 @@ def test_deeply_nested_json_quarantined_with_reason(hostile):
     assert q.raw_is_base64 is False and q.raw_record == files["dbz/deep.jsonl"].decode().split("\n")[0]
     assert state_row(hostile["spark"], "items", "5")["name"] == "after deep"
     # documents: the deep document's end cannot be found: the rest of the file is one record
-    assert counts(audit["docs/deep.json"]) == (2, 1, 1, 0)
-    q = quarantine[("docs/deep.json", 1)]
+    assert counts(audit[f"{DOCS_FOLDER}/deep.json"]) == (2, 1, 1, 0)
+    q = quarantine[(f"{DOCS_FOLDER}/deep.json", 1)]
     assert q.reason == "not JSON: nested too deeply"
     assert q.raw_record.startswith('{"tableName"') and len(q.raw_record) > 2 * DEPTH
     assert state_row(hostile["spark"], "docs_t", "1")["name"] == "before deep"
@@ -303,8 +306,8 @@ def test_nul_and_invalid_utf8(hostile):
     assert base64.b64decode(bad.raw_record) == BAD_UTF8_LINE
     assert state_row(spark, "items", "4")["name"] == "ok"
     # documents: invalid UTF-8 inside one document quarantines that document only
-    assert counts(audit["docs/utf8.json"]) == (3, 2, 1, 0)
-    doc = quarantine[("docs/utf8.json", 1)]
+    assert counts(audit[f"{DOCS_FOLDER}/utf8.json"]) == (3, 2, 1, 0)
+    doc = quarantine[(f"{DOCS_FOLDER}/utf8.json", 1)]
     assert doc.reason.startswith("invalid UTF-8") and doc.raw_is_base64
     assert base64.b64decode(doc.raw_record) == arcion_doc("3", "BAD", 3).encode().replace(b"BAD", b"b\xffd")
     assert state_row(spark, "docs_t", "2")["name"] == "first"
@@ -350,6 +353,7 @@ def test_names_with_quotes_backticks_spaces_and_keywords(hostile):
 
 
 def test_files_named_with_blanks_quotes_and_glob_characters_are_each_read_once(hostile):
+    """(The docs feed's folder is named so too: DOCS_FOLDER, its files' own tests.)"""
     spark, audit = hostile["spark"], hostile["audit"]
     for n, name in enumerate(ODD_FILE_NAMES):
         assert counts(audit[f"dbz/{name}"]) == (1, 1, 0, 0), name
