@@ -73,9 +73,22 @@ def check_port(host: str, port: int) -> None:
         try:
             probe.bind(address)
         except OSError as exc:
-            raise ServeRefusedError(
-                f"cannot listen on {host}:{port}: {exc.strerror}; another server listens there? choose another --port"
-            ) from None
+            raise ServeRefusedError(_port_taken(host, port, exc.strerror)) from None
+
+
+def _port_taken(host: str, port: int, reason: str) -> str:
+    return f"cannot listen on {host}:{port}: {reason}; another server listens there? choose another --port"
+
+
+def _java_cause(exc: BaseException, class_name: str) -> str | None:
+    """The message of the first exception of class ``class_name`` in the Java cause
+    chain of a Py4J error, if there is one."""
+    cause = getattr(exc, "java_exception", None)
+    while cause is not None:
+        if cause.getClass().getName() == class_name:
+            return str(cause.getMessage() or class_name)
+        cause = cause.getCause()
+    return None
 
 
 def publish_settings(spark: Any, config: Config) -> None:
@@ -134,7 +147,14 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         thrift = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2  # noqa: SLF001
-        server = thrift.startWithSparkSession(spark._jsparkSession, False)  # noqa: SLF001
+        try:
+            server = thrift.startWithSparkSession(spark._jsparkSession, False)  # noqa: SLF001
+        except Exception as exc:
+            spark.stop()
+            # taken since check_port looked (the session's start takes a while)
+            if bind_error := _java_cause(exc, "java.net.BindException"):
+                raise ServeRefusedError(_port_taken(host, port, bind_error)) from None
+            raise
         try:
             _wait_for_port("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
             url = f"jdbc:hive2://{host}:{port}/{config.schema}"

@@ -6,7 +6,8 @@
   (``udfs.session.quiet_pyspark_error_logs``). ``CDC_SPARK_LOG_LEVEL=INFO`` keeps
   pyspark's line, for a user who wants the trace.
 * ``cdc serve`` on a port another process listens on, or on no port, is refused before
-  its session starts (``udfs.serve.check_port``); it was a Java stack trace.
+  its session starts (``udfs.serve.check_port``); it was a Java stack trace. One taken
+  while the session started is refused as the Thrift server fails to bind it.
 * ``cdc export`` and ``cdc quarantine`` before any run say so, not Spark's
   TABLE_OR_VIEW_NOT_FOUND (a table name the marts do not hold: test_thrift_server.py).
 * A JVM that exits as it starts (``--master`` Spark does not know) leaves its own reason
@@ -31,12 +32,16 @@ MISSING = (
 )
 
 
-def _cdc(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600
-) -> subprocess.CompletedProcess:
+def _write_config(tmp_path: Path) -> None:
     (tmp_path / "landing").mkdir(exist_ok=True)
     feeds = [{"name": "dbz", "format": "debezium_json", "path": "landing"}]
     (tmp_path / "cdc.yml").write_text(yaml.safe_dump({"feeds": feeds, "tables": {"t": {"key": ["id"]}}}))
+
+
+def _cdc(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
+    _write_config(tmp_path)
     return subprocess.run(
         [*CDC, *args, "--config", "cdc.yml"],
         cwd=tmp_path,
@@ -76,6 +81,41 @@ def test_serve_on_a_port_another_process_listens_on_is_refused_before_its_sessio
     for bad in ("0", "70000"):
         p = _cdc(tmp_path, "serve", "--port", bad, timeout=60)
         assert (p.returncode, p.stderr) == (2, f"cdc serve: --port {bad} is not a port (1 to 65535)\n")
+
+
+#: ``cdc serve`` as the command runs it, but with the port taken after ``check_port``
+#: looked: the session's start takes seconds, in which another process can bind it
+PORT_TAKEN_DURING_START = """
+import socket, sys
+import udfs.serve
+from udfs.cli import main
+udfs.serve.check_port = lambda host, port: None
+with socket.socket() as taken:
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    print(taken.getsockname()[1], flush=True)
+    sys.exit(main(["serve", "--port", str(taken.getsockname()[1]), "--config", "cdc.yml"]))
+"""
+
+
+def test_serve_on_a_port_taken_while_its_session_started_is_refused_in_one_line(tmp_path):
+    _write_config(tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-c", PORT_TAKEN_DURING_START],
+        cwd=tmp_path,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    port = p.stdout.splitlines()[0]
+    assert p.returncode == 2, p.stderr[-3000:]
+    assert p.stderr.splitlines()[-1] == (
+        f"cdc serve: cannot listen on 127.0.0.1:{port}: Address already in use; another server listens there? "
+        "choose another --port"
+    )
+    assert "Traceback" not in p.stderr and "org.apache" not in p.stderr, p.stderr[-3000:]
+    assert (tmp_path / ".cdc" / "metastore_db").exists(), "the session had started"
 
 
 def test_a_jvm_that_exits_as_it_starts_leaves_its_reason_and_one_line(tmp_path):
