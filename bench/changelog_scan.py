@@ -176,7 +176,9 @@ def _reads(table: str, watermark: str, audit: str, latest: int, compacted: bool)
 
     counted = " or ".join(f"extras['{c}_count'] is not null" for c in ("insert", "update", "delete", "replace"))
     return {
-        "pending": f"select count(key_text) from {table} where loaded_at > (select max(merged_through) from {watermark})",
+        "pending": (
+            f"select count(key_text) from {table} where loaded_at > (select max(merged_through) from {watermark})"
+        ),
         "tested": (
             f"select count(*) from (select unique_field, count(*) as n_records from (select {key} as unique_field "
             f"from (select * from {table} where {scope}) dbt_subquery where {key} is not null) "

@@ -747,7 +747,9 @@ def run_decode(
     ``model`` is (compiled records model, its schema, the feed of ``data``);
     ``one_task`` adds ``project_one_task`` (see :func:`project_sql`); a format with a
     columnar decoder adds ``project_python_path`` (the same query with ``columnar:
-    false``); a ``debezium_json`` case adds ``project_two_calls`` and, with ``cache_dir`` (a folder for the cached results, removed after), ``project_cached_results``.
+    false``); a ``debezium_json`` case adds ``project_two_calls`` and, with
+    ``cache_dir`` (a folder for the cached results, removed after),
+    ``project_cached_results``.
     """
     best: dict[str, float] = {}
     frames = {"project": spark.sql(project_sql(*model))}

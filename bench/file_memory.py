@@ -1,7 +1,8 @@
 """Peak memory of one Python worker decoding one large landing file, by the size of
 the parts ``cdc_decode_records`` reads it in.
 
-``python -m bench.file_memory [--framing lines|kafka_parquet|length_prefixed|csv|documents] [--events 100000] [--blocks ...] [--rounds 2]``
+``python -m bench.file_memory [--framing lines|kafka_parquet|length_prefixed|csv|documents]
+[--events 100000] [--blocks ...] [--rounds 2]``
 
 writes one Debezium JSON file of ``--events`` events (:mod:`bench.data`; 100k events
 are about 210 MiB as lines), as ``lines`` or as a Kafka dump (``kafka_parquet``, the
@@ -10,8 +11,9 @@ same envelopes as values, one row group as pyarrow writes it); for
 after its length; for ``csv``, Arcion internal CSV rows of as many events (the file of
 realtime rows, with its header row); ``documents`` reads the Debezium lines file as
 JSON values one after another. For each setting (``lines``, ``length_prefixed``,
-``csv`` and ``documents``: block sizes in MiB, default 2, 8, 32; ``kafka_parquet``: messages a batch, default 100, 1000, 10000;
-``whole``: the file read at once, as before 2026-11-26) it runs
+``csv`` and ``documents``: block sizes in MiB, default 2, 8, 32; ``kafka_parquet``:
+messages a batch, default 100, 1000, 10000; ``whole``: the file read at once, as before
+2026-11-26) it runs
 ``udfs.spark_udfs.decode_record_batches`` over it in a fresh Python process, as a
 worker runs it, consuming every batch. Per run: the process's peak resident set
 (``VmHWM``) before decoding (interpreter, pyarrow, numba, a small file decoded to
@@ -220,8 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--framing", choices=sorted(DEFAULT_SETTINGS), default="lines")
     p.add_argument(
         "--blocks",
-        help="lines, length_prefixed, csv, documents: block sizes in MiB; kafka_parquet: messages a batch; 'whole': the file at once "
-        f"(default: {DEFAULT_SETTINGS})",
+        help="lines, length_prefixed, csv, documents: block sizes in MiB; kafka_parquet: messages a batch; "
+        f"'whole': the file at once (default: {DEFAULT_SETTINGS})",
     )
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", help="also write the figures as JSON here")

@@ -5,7 +5,8 @@ each move and each update between moves leaving column ``b`` out (TOAST placehol
 The first run merges it all; the second brings one late update of ``b``, from before the
 first move, which every move must carry to the row's final key. *read s* and *refold s*
 are the second run's ``int_changes_read`` (with ``int_key_move_links`` since it exists)
-and ``int_changes_to_refold`` (the models that follow the moves), *merge s* all of ``bench.merge.MERGE_NODES``, from ``run_results.json``;
+and ``int_changes_to_refold`` (the models that follow the moves), *merge s* all of
+``bench.merge.MERGE_NODES``, from ``run_results.json``;
 *recursion rows* the rows of ``int_changes_read``'s recursive CTEs in that run. The final
 row must hold the late value.
 

@@ -17,8 +17,9 @@ key is the LSN), grown in steps:
    state must not change for them), as one Debezium JSON landing file; a ``dbt run``
    decodes it into the changelog (``DECODE_SELECTION``), a second one merges it
    (``MERGE_NODES``). The merge time is the sum of the merge nodes
-   (``MERGE_NODES``: the pending changes, the key moves, the changes read, the changes to refold, the refold, the two segment tables,
-   ``state_columns``, the ``state`` and ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
+   (``MERGE_NODES``: the pending changes, the key moves, the changes read, the changes
+   to refold, the refold, the two segment tables, ``state_columns``, the ``state`` and
+   ``history`` views, ``merge_log``) from ``run_results.json``; its CPU is
    what the process tree used during the second run. ``repeat`` batches are merged at
    each size by each path and the fastest counts (the machine is shared); every batch
    stays in the changelog, so the state's history grows with them.

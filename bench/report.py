@@ -204,10 +204,15 @@ def format_tables(res: dict[str, Any]) -> str:
     )
     parts += [
         "",
-        f"MERGE GROWTH (one batch into a state of S rows; merge = key moves + changes to refold + refold + segments + state_columns + views "
+        "MERGE GROWTH (one batch into a state of S rows; merge = key moves + changes to refold + refold + segments "
+        "+ state_columns + views "
         f"+ merge_log, fastest of {m.get('repeat', 1)} batches per path; merge: the models' path, a segment of the "
         f"batch's keys appended; compact: every other key copied into a new base, copy on write; read: a full read of "
-        f"the state view, base + one segment, against the base alone; tests: the wall time of `dbt test` of the changelog and the merge's models after the batch, the unique tests reading every row or the run's rows, test_scope all / run; marts: the mart_columns node after the batch, views included, and its read of the columns from state_columns against the same read from the whole state) {ratios or '-'}  (target <= 2x per 10x)",
+        "the state view, base + one segment, against the base alone; tests: the wall time of `dbt test` of the "
+        "changelog and the merge's models after the batch, the unique tests reading every row or the run's rows, "
+        "test_scope all / run; marts: the mart_columns node after the batch, views included, and its read of the "
+        f"columns from state_columns against the same read from the whole state) {ratios or '-'}  "
+        "(target <= 2x per 10x)",
         _table(
             [
                 "state S",
@@ -247,8 +252,8 @@ def format_tables(res: dict[str, Any]) -> str:
     if rows:
         parts += [
             "",
-            "HOT KEY (one key with N versions, one run per path; merge s = the merge nodes: the refold, its input, state + "
-            "history; long: the long-history path, the default past 64 versions; window: the window path)",
+            "HOT KEY (one key with N versions, one run per path; merge s = the merge nodes: the refold, its input, "
+            "state + history; long: the long-history path, the default past 64 versions; window: the window path)",
             _table(["versions", "long merge s", "window merge s", "window/long", "final row"], rows),
         ]
     mem = res["memory"]

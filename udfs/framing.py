@@ -2,8 +2,9 @@
 
 Each function takes the file's bytes and returns :class:`RawRecord` items in file
 order (``line_blocks``, ``length_prefixed_records`` and ``open_kafka_dump`` read a file
-by parts instead, for ``cdc_decode_records``). A framing never decodes an envelope: it only finds where records begin and end
-and, for Kafka dumps, reads the message metadata (topic, partition, offset, key).
+by parts instead, for ``cdc_decode_records``). A framing never decodes an envelope: it
+only finds where records begin and end and, for Kafka dumps, reads the message metadata
+(topic, partition, offset, key).
 
 Decisions:
 
@@ -233,12 +234,12 @@ def document_records(stream: BinaryIO, block_bytes: int, max_text_bytes: int | N
 
     Each value is cut where ``json.JSONDecoder.raw_decode`` ends it; a value that runs
     past what was read (or may: a number such as ``-4.`` that only digits, signs, points
-    and exponents follow up to there) is cut again once more is read (as much again as is held, so a long value costs a few parses, not one per
-    block). A value that cannot be parsed makes the rest of the file one record with
-    the reason, whose position (line, column, char) counts from the start of the file;
-    the error is final once it is not within the last characters read nor in a string
-    still open (:func:`_maybe_cut_short`), so the rest is then read a block at a time,
-    not held in ever larger reads.
+    and exponents follow up to there) is cut again once more is read (as much again as is
+    held, so a long value costs a few parses, not one per block). A value that cannot be
+    parsed makes the rest of the file one record with the reason, whose position (line,
+    column, char) counts from the start of the file; the error is final once it is not
+    within the last characters read nor in a string still open (:func:`_maybe_cut_short`),
+    so the rest is then read a block at a time, not held in ever larger reads.
 
     ``max_text_bytes``: when no value ends within that many bytes of UTF-8, they are one
     record without text that says so, and the rest of the file is not read (where the

@@ -169,7 +169,8 @@ def corpus_runs(spark, tmp_path_factory) -> dict[str, Any]:
         offset += len(stage["kafka"])
         summary = run_pipeline(config, spark=spark)
         skipped = spark.sql(
-            f"select feed, skipped_by_reason from {schema}.audit_files where run_id = '{summary.run_id}' and skipped > 0"
+            f"select feed, skipped_by_reason from {schema}.audit_files "
+            f"where run_id = '{summary.run_id}' and skipped > 0"
         ).collect()
         stages.append(
             {

@@ -15,7 +15,8 @@ by the window path of short histories, even seeds by the linear long-history pat
 
 The other formats (:data:`workload.FORMAT_CASES`: Arcion internal JSON and CSV, Arcion
 JSON CDC for Kafka, Huawei CDL 1.0/2.0, Lindorm SQL and HBase tables, Debezium with
-logical types, Alibaba Cloud DTS Canal JSON, Shareplex JSON and Avro) are checked the same way by :func:`test_format_matches_reference`: each
+logical types, Alibaba Cloud DTS Canal JSON, Shareplex JSON and Avro) are checked the
+same way by :func:`test_format_matches_reference`: each
 format case renders its own random stream (restricted by :func:`workload.adapt_events`
 to what the format can express) over its own tables, and all cases share one
 configuration (one feed or two per case) so that one pipeline run serves them all;

@@ -93,7 +93,8 @@ warehouse = Path(sys.argv[1])
 spark = build_session(warehouse, master="local[1]")
 system = spark._jvm.java.lang.System
 target = warehouse / "by_name"
-spark.createDataFrame([("tü", 1), ("tö", 2), ("t日本", 3)], "t string, n int").write.partitionBy("t").parquet(str(target))
+names = spark.createDataFrame([("tü", 1), ("tö", 2), ("t日本", 3)], "t string, n int")
+names.write.partitionBy("t").parquet(str(target))
 print("RESULT " + json.dumps({
     "names": system.getProperty("sun.jnu.encoding"),
     "text": system.getProperty("file.encoding"),

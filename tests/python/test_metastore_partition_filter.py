@@ -22,10 +22,16 @@ SCRIPT = r"""
 import json, re, sys
 from udfs.session import PARTITION_FILTER_FALLBACK, build_session
 
-spark = build_session(sys.argv[1], master="local[1]", extra_conf={"spark.hadoop.hive.metastore.try.direct.sql": "false"})
+no_direct_sql = {"spark.hadoop.hive.metastore.try.direct.sql": "false"}
+spark = build_session(sys.argv[1], master="local[1]", extra_conf=no_direct_sql)
 spark.sql("create database d")
-spark.sql("create table d.changelog (v string, table_id string, bucket int) using parquet partitioned by (table_id, bucket)")
-spark.sql("insert into d.changelog select cast(id as string), if(id < 12, 'items', 'orders'), cast(id % 4 as int) from range(16)")
+spark.sql(
+    "create table d.changelog (v string, table_id string, bucket int) using parquet partitioned by (table_id, bucket)"
+)
+spark.sql(
+    "insert into d.changelog"
+    " select cast(id as string), if(id < 12, 'items', 'orders'), cast(id % 4 as int) from range(16)"
+)
 copy = (
     "insert into d.staged select * from d.changelog"
     " where ((table_id = 'items' and bucket = 0) or (table_id = 'items' and bucket = 3))"

@@ -93,7 +93,8 @@ def test_timestamps_are_int64_micros_and_an_int96_warehouse_runs_on(spark, make_
     assert layouts[second.run_id] == {
         (
             "INT64",
-            "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds, is_from_converted_type=false, force_set_converted_type=false)",
+            "Timestamp(isAdjustedToUTC=true, timeUnit=microseconds, is_from_converted_type=false, "
+            "force_set_converted_type=false)",
         )
     }
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 from udfs.export import export_rows
 from udfs.pipeline import run_pipeline
 
-CURSOR = '"{""extractorId"":0,""timestamp"":1,""extractionTimestamp"":2,""log"":""log-bin.000010"",""position"":%d,""logSeqNum"":1,""v"":2}"'
+CURSOR = (
+    '"{""extractorId"":0,""timestamp"":1,""extractionTimestamp"":2,""log"":""log-bin.000010"",'
+    '""position"":%d,""logSeqNum"":1,""v"":2}"'
+)
 COUNT = '"{""insertCount"":%d,""updateCount"":0,""deleteCount"":0,""replaceCount"":0}"'
 
 

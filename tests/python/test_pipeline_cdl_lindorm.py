@@ -4,8 +4,9 @@ pipeline (Spark + dbt via ``run_pipeline``).
 Every sample message of ``specs/huawei-cdl-json-and-debezium-json.txt`` and
 ``specs/lindorm-debezium-format.txt`` is used (verbatim copies in ``spec_samples.py``,
 shared with the decoder unit tests; the Lindorm samples landed with the ``documents``
-framing). Further messages are built from them by changing the payload only. The expected changelog rows and final states are written
-out here, derived from the spec text.
+framing). Further messages are built from them by changing the payload only. The
+expected changelog rows and final states are written out here, derived from the spec
+text.
 
 Two pipeline runs (module fixtures):
 

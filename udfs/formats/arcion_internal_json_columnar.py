@@ -17,7 +17,8 @@ each image in the ``exists`` order, its values from ``after`` / ``before``, the 
 ``"null"`` and a JSON ``null`` as SQL NULL), the configured key, and the six extras.
 The ``cursor`` and ``operationcount`` texts (unescaped for the whole batch in one
 msgspec call) are tokenized as a second batch of their own, keys matched as
-:mod:`udfs.formats.arcion_cursor` matches them (:func:`cursor_metadata`, shared with the CSV flavour); a text this cannot
+:mod:`udfs.formats.arcion_cursor` matches them (:func:`cursor_metadata`, shared with the
+CSV flavour); a text this cannot
 read exactly (escaped, repeated or non-ASCII keys, a value of another kind or spelling)
 is decoded by that module's own functions, once per distinct text: ``seq``, the commit
 and capture times and the four counts are exactly theirs.

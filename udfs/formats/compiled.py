@@ -521,7 +521,10 @@ def _put_quoted_or_null(out, o, valid, src, s, e):  # pragma: no cover - compile
 
 
 @_compiled(boundscheck=True)
-def _event_texts(tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_o, seq_v, nm_b, nm_o, es_b, es_o, es_v, so, img_off, pres):  # pragma: no cover - compiled  # fmt: skip
+def _event_texts(  # pragma: no cover - compiled
+    tid_b, tid_o, tid_at, kt_b, kt_o, op_b, op_o, op_v, seq_b, seq_o, seq_v, nm_b, nm_o, es_b, es_o, es_v, so, img_off,
+    pres,
+):  # fmt: skip
     n = len(tid_at)
     comma = _COMMA_SPACE
     null = _NULL

@@ -46,7 +46,8 @@ SCHEMA = {
     "type": "struct",
     "name": "KAFKA_Connector.db.t.Envelope",
     "fields": [
-        {"type": "struct", "field": "before", "fields": [{"type": "int64", "field": "ID"}, {"type": "string", "field": "v"}]},
+        {"type": "struct", "field": "before", "fields": [{"type": "int64", "field": "ID"},
+                                                          {"type": "string", "field": "v"}]},
         {"type": "struct", "field": "after", "fields": [{"type": "int64", "field": "ID"},
                                                          {"type": "bytes", "name": "decimal", "field": "w"}]},
         {"type": "struct", "field": "source", "fields": [{"type": "string", "field": "table"}]},
