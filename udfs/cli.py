@@ -1,7 +1,7 @@
 """The ``cdc`` command: ``run``, ``serve``, ``export``, ``sql``, ``quarantine``.
 
 Exit status: 0 success, 1 the work failed (dbt, a query), 2 a configuration or usage
-error, 3 the warehouse is in use by another process.
+error, 3 the warehouse is in use by another process, 130 interrupted (SIGINT).
 """
 
 from __future__ import annotations
@@ -43,12 +43,26 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: the exit status of a command stopped by SIGINT (Ctrl-C), as a shell's
+EXIT_INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from pyspark.errors import PySparkRuntimeError
 
+    from udfs.pipeline import RunInterruptedError
+
     try:
         return _main(args)
+    except RunInterruptedError as exc:
+        print(f"cdc {args.command}: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        # outside dbt (the session's start, the decode): a run commits nothing there
+        then = "; the next run takes up its work" if args.command == "run" else ""
+        print(f"cdc {args.command}: interrupted{then}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except PySparkRuntimeError as exc:
         if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise
@@ -103,13 +117,15 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:
-    from udfs.pipeline import PipelineError, run_pipeline_thrift
+    from udfs.pipeline import PipelineError, RunInterruptedError, run_pipeline_thrift
     from udfs.serve import server_address
 
     host, port = server_address(holder)
     print(f"cdc run: the warehouse is served by `cdc serve` on {host}:{port}; running through it", file=sys.stderr)
     try:
         summary = run_pipeline_thrift(config, host, port, retry_quarantine=retry_quarantine)
+    except RunInterruptedError:
+        raise  # main's line and status
     except PipelineError as exc:
         print(f"cdc run failed: {exc}", file=sys.stderr)
         return 1
@@ -180,7 +196,7 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
     from udfs.session import build_session
 
     if args.command == "run":
-        from udfs.pipeline import PipelineError, run_pipeline
+        from udfs.pipeline import PipelineError, RunInterruptedError, run_pipeline
         from udfs.run_size import run_java_options
 
         java_options, why = run_java_options(config)
@@ -188,6 +204,8 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
         spark = build_session(config, master=args.master, run_java_options=java_options)
         try:
             summary = run_pipeline(config, spark=spark, retry_quarantine=args.retry_quarantine)
+        except RunInterruptedError:
+            raise  # main's line and status
         except PipelineError as exc:
             print(f"cdc run failed: {exc}", file=sys.stderr)
             return 1

@@ -27,6 +27,11 @@ class PipelineError(RuntimeError):
     """dbt reported a failure; the message says which node and why."""
 
 
+class RunInterruptedError(PipelineError):
+    """dbt stopped at an interrupt (SIGINT: Ctrl-C), which pyspark's handler turns into
+    a ``KeyboardInterrupt`` after it cancels Spark's jobs, and dbt into its result."""
+
+
 @dataclass
 class RunSummary:
     files: int
@@ -157,6 +162,9 @@ def run_dbt(
 
     with _environ(env):
         result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks(), *(callbacks or [])]).invoke(args)
+    if isinstance(result.exception, KeyboardInterrupt):
+        # each model commits alone, and the next run takes up what this one left
+        raise RunInterruptedError(f"interrupted while dbt {command} ran; the next run takes up its work")
     if not result.success:
         raise PipelineError(_failure_message(result, command, errors))
     return result
@@ -180,16 +188,18 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 def _fault_injection_callbacks() -> list[Any]:
     """Crash tests set ``CDC_KILL_AFTER_NODE`` (e.g. ``model.cdc.changelog``): the process
     then kills itself with SIGKILL right after that dbt node finishes, which is a crash
-    between two models at a chosen place."""
+    between two models at a chosen place; with ``CDC_KILL_SIGNAL=INT``, it interrupts
+    itself there instead (SIGINT, a user's Ctrl-C)."""
+    import signal
+
     node = os.environ.get("CDC_KILL_AFTER_NODE")
     if not node:
         return []
+    kill = signal.SIGINT if os.environ.get("CDC_KILL_SIGNAL") == "INT" else signal.SIGKILL
 
     def kill_after(event: Any) -> None:
         if event.info.name == "NodeFinished" and event.data.node_info.unique_id == node:
-            import signal
-
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), kill)
 
     return [kill_after]
 

@@ -2,7 +2,8 @@
 
 * the README's main job on the shipped example (``examples/shop``);
 * a run with no new files changes nothing;
-* runs killed with SIGKILL, then one full run, end exactly where one clean run ends.
+* runs killed with SIGKILL, and one interrupted (SIGINT, Ctrl-C) in the middle of the
+  merge, then one full run, end exactly where one clean run ends.
   The clean run is serial (``dbt_threads: 1``), the others run dbt's nodes four at a
   time (the default): the same tables either way. The kills are taken in turn in one
   warehouse, each run starting from what the killed run before it left (a crash while
@@ -148,7 +149,9 @@ def _killed_run_in_own_group(work: Path, env: dict[str, str], kill_after_s: floa
     return rc, log.read_text(encoding="utf-8")[-2000:]
 
 
-def test_sigkill_during_decode_between_models_and_at_a_random_time_then_rerun_equals_clean_run(tmp_path, clean_run):
+def test_sigkill_during_decode_between_models_and_at_a_random_time_and_a_sigint_then_rerun_equals_clean_run(
+    tmp_path, clean_run
+):
     _, clean = clean_run
     work = example_copy(tmp_path, "killed")
     # First, from the untouched warehouse (the decode runs only while files are new):
@@ -162,8 +165,17 @@ def test_sigkill_during_decode_between_models_and_at_a_random_time_then_rerun_eq
     # a fast machine may finish first (0), but the run must not fail.
     rc, err = _killed_run_in_own_group(work, {}, kill_after_s=float(os.environ.get("CDC_TEST_KILL_SECONDS", "30")))
     assert rc in (-signal.SIGKILL, 0), ("at a random time", rc, err)
+    # A user's Ctrl-C in the middle of the merge: pyspark cancels Spark's jobs and dbt
+    # stops; the run says so in one line, exits as a shell's interrupted command does,
+    # and gives back its run lock (the next run finds none to release).
+    interrupt = {"CDC_KILL_AFTER_NODE": "model.cdc.int_changes_to_refold", "CDC_KILL_SIGNAL": "INT"}
+    p = cdc(["run"], work, env=interrupt)
+    assert p.returncode == 130, (p.returncode, p.stderr[-3000:])
+    assert p.stderr.splitlines()[-1] == "cdc run: interrupted while dbt build ran; the next run takes up its work"
+    assert "cdc run failed" not in p.stderr, p.stderr[-3000:]
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
+    assert "released the run lock" not in p.stderr, p.stderr[-3000:]
     assert dbt_threads_of_last_run(work) == 4
     assert dump(work) == clean["dump"]
 
