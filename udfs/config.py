@@ -72,6 +72,36 @@ def _check_warehouse_path(path: Path, setting: str, folder: str, unsafe_characte
         )
 
 
+def _listed_under(folder: Path, root: Path) -> bool:
+    """Whether listing the landing folder ``root`` reaches ``folder``: the listing goes
+    down every subfolder but those named with a leading ``.`` or ``_`` (as Spark's)."""
+    if not folder.is_relative_to(root):
+        return False
+    return not any(part.startswith((".", "_")) for part in folder.relative_to(root).parts)
+
+
+def _check_feed_folders(feeds: list[Feed], warehouse: Path) -> None:
+    """Refuse feeds that would read the same landing files (one's folder is, or holds,
+    another's: a file would be decoded and counted twice, and the run then failed on a
+    unique test), and a warehouse its feeds would read as landing files."""
+    for i, a in enumerate(feeds):
+        for b in feeds[i + 1 :]:
+            outer, inner = (a, b) if _listed_under(b.path, a.path) else (b, a)
+            if _listed_under(inner.path, outer.path):
+                where = "is the folder of" if inner.path == outer.path else "is inside the folder of"
+                raise ConfigError(
+                    f"feeds {a.name!r} and {b.name!r} would read the same files: {inner.path} {where} feed "
+                    f"{outer.name!r} ({outer.path}); give each feed a folder of its own (a folder named with a "
+                    "leading . or _ is not read)"
+                )
+        if _listed_under(warehouse, a.path):
+            raise ConfigError(
+                f"the warehouse {warehouse} is inside the folder of feed {a.name!r} ({a.path}), which would read "
+                "the warehouse's files as landing files: move it out, or name it with a leading . (as the default "
+                ".cdc)"
+            )
+
+
 @dataclass
 class Feed:
     name: str
@@ -288,6 +318,7 @@ def load_config(path: str | Path) -> Config:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         feeds.append(Feed(name, fmt, feed_path, framing, options, feed_age))
+    _check_feed_folders(feeds, warehouse)
 
     tables: dict[str, TableConfig] = {}
     for name, t in (raw.get("tables") or {}).items():

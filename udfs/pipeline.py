@@ -162,10 +162,10 @@ def run_dbt(
 
     with _environ(env):
         result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks(), *(callbacks or [])]).invoke(args)
-    if isinstance(result.exception, KeyboardInterrupt):
-        # each model commits alone, and the next run takes up what this one left
-        raise RunInterruptedError(f"interrupted while dbt {command} ran; the next run takes up its work")
     if not result.success:
+        if isinstance(result.exception, KeyboardInterrupt):
+            # each model commits alone, and the next run takes up what this one left
+            raise RunInterruptedError(f"interrupted while dbt {command} ran; the next run takes up its work")
         raise PipelineError(_failure_message(result, command, errors))
     return result
 

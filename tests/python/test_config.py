@@ -47,6 +47,38 @@ def test_wrong_config_names_the_problem(tmp_path, bad_feed, tables, message):
     assert message in str(err.value)
 
 
+def test_feeds_that_would_read_the_same_files_are_refused(tmp_path):
+    """A file listed by two feeds was decoded and counted twice, and the run failed on
+    ``unique_stg_landing__files_source_file``: now refused before any work."""
+    (tmp_path / "landing" / "pg" / "_parked").mkdir(parents=True)
+    inner = feed("debezium_json", path="landing/pg")
+    for outer, where in (("landing", "is inside the folder of"), ("landing/pg", "is the folder of")):
+        feeds = [dict(inner, name="pg"), feed("debezium_json", path=outer) | {"name": "all"}]
+        with pytest.raises(ConfigError) as err:
+            load_config(_write(tmp_path, feeds))
+        inner_path, outer_name, outer_path = tmp_path / "landing" / "pg", "all", tmp_path / outer
+        if outer == "landing/pg":  # the same folder: named as the first feed's
+            outer_name, outer_path = "pg", inner_path
+        assert f"feeds 'pg' and 'all' would read the same files: {inner_path} {where} feed '{outer_name}' " in str(
+            err.value
+        )
+        assert f"({outer_path}); give each feed a folder of its own" in str(err.value)
+    # a folder named with a leading _ (or .) is not listed: a feed of its own may read it
+    parked = [dict(inner, name="pg"), feed("debezium_json", path="landing/pg/_parked") | {"name": "parked"}]
+    assert [f.name for f in load_config(_write(tmp_path, parked)).feeds] == ["pg", "parked"]
+
+
+def test_a_warehouse_its_feeds_would_read_is_refused(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, [feed("debezium_json")], warehouse="landing/warehouse"))
+    assert (
+        f"the warehouse {tmp_path / 'landing' / 'warehouse'} is inside the folder of feed 'f' ({tmp_path / 'landing'})"
+        in str(err.value)
+    )
+    for hidden in ("landing/.cdc", "landing/_cdc"):
+        assert load_config(_write(tmp_path, [feed("debezium_json")], warehouse=hidden)).warehouse == tmp_path / hidden
+
+
 @pytest.mark.parametrize("folder", ["a:b", "a[1]", "{a,b}", "a*", "a?", "a\\b"])
 def test_a_warehouse_whose_path_spark_cannot_take_is_refused(tmp_path, folder):
     with pytest.raises(ConfigError) as err:

@@ -145,9 +145,10 @@ def test_the_settings_are_validated_and_default_to_256_mib_and_2_gib(tmp_path):
         with pytest.raises(ConfigError, match=message):
             _config(tmp_path, min_file_age_seconds=bad)
     # a feed's own wait wins over the top-level one, which the others take; validated the same way
+    (tmp_path / "own").mkdir()
     feeds = [
         {"name": "kept", "format": "debezium_json", "path": "landing"},
-        {"name": "own", "format": "debezium_json", "path": "landing", "min_file_age_seconds": 0},
+        {"name": "own", "format": "debezium_json", "path": "own", "min_file_age_seconds": 0},
     ]
     config = _config(tmp_path, min_file_age_seconds=60, feeds=feeds)
     assert [(feed.name, feed.min_file_age_seconds) for feed in config.feeds] == [("kept", 60), ("own", 0)]
