@@ -18,10 +18,10 @@ each image in the ``exists`` order, its values from ``after`` / ``before``, the 
 The ``cursor`` and ``operationcount`` texts (unescaped for the whole batch in one
 msgspec call) are tokenized as a second batch of their own, keys matched as
 :mod:`udfs.formats.arcion_cursor` matches them (:func:`cursor_metadata`, shared with the
-CSV flavour); a text this cannot
-read exactly (escaped, repeated or non-ASCII keys, a value of another kind or spelling)
-is decoded by that module's own functions, once per distinct text: ``seq``, the commit
-and capture times and the four counts are exactly theirs.
+CSV flavour); a text this cannot read exactly (escaped, repeated or non-ASCII keys, a
+value of another kind or spelling) is decoded by that module's own functions, once per
+distinct text: ``seq``, the commit and capture times and the four counts are exactly
+theirs.
 
 Handed to ``decode_records``: any record not a valid JSON object for msgspec (a null
 record and the text ``null`` too: the decoder quarantines them, it never skips), a
