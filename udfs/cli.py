@@ -158,12 +158,23 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
             file=sys.stderr,
         )
         return 1
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        try:
+            cursor.execute(sql)
+            return [tuple(r) for r in cursor.fetchall()]
+        except Exception as exc:  # noqa: BLE001 - PyHive's and Thrift's errors: one clear line
+            raise ThriftQueryError(thrift_error_message(exc)) from exc
+
     try:
         cursor = conn.cursor()
         if args.command == "export":
             for line in thrift_export_lines(cursor, config, args.table, args.with_metadata):
                 print(line)
         elif args.command == "quarantine":
+            if args.since and (unknown := _unknown_run_message(config.schema, args.since, rows)):
+                print(f"cdc quarantine: {unknown}", file=sys.stderr)
+                return 2
             query = _quarantine_query(config.schema, args.since, include_resolved=args.all)
             for line in thrift_rows_as_json(cursor, query):
                 print(line)
@@ -176,11 +187,6 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
     except ThriftQueryError as exc:
         message = str(exc)
         if args.command in ("export", "quarantine") and "[TABLE_OR_VIEW_NOT_FOUND]" in message:
-
-            def rows(sql: str) -> list[tuple[Any, ...]]:
-                cursor.execute(sql)
-                return [tuple(r) for r in cursor.fetchall()]
-
             message = missing_relation_message(args.command, config, getattr(args, "table", None), rows) or message
         print(f"cdc {args.command}: {message}", file=sys.stderr)
         return 1
@@ -237,6 +243,13 @@ def _embedded(args: argparse.Namespace, config: Any) -> int:
                 for line in rows_as_json(spark, spark.sql(query)):
                     print(line)
         elif args.command == "quarantine":
+            if args.since and (
+                unknown := _unknown_run_message(
+                    config.schema, args.since, lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
+                )
+            ):
+                print(f"cdc quarantine: {unknown}", file=sys.stderr)
+                return 2
             query = _quarantine_query(config.schema, args.since, include_resolved=args.all)
             for line in rows_as_json(spark, spark.sql(query)):
                 print(line)
@@ -270,14 +283,32 @@ def _quarantine_query(schema: str, since: str | None, include_resolved: bool = F
             on quarantine.source_file = resolved.source_file and quarantine.record_index = resolved.record_index"""
     conditions = [] if include_resolved else ["resolved.resolved_run_id is null"]
     if since:
-        literal = "'" + since.replace("\\", "\\\\").replace("'", "\\'") + "'"
-        conditions.append(
-            f"(quarantined_at >= (select min(quarantined_at) from `{schema}`.quarantine where run_id = {literal})"
-            f" or quarantined_at >= (select min(processed_at) from `{schema}`.audit_files where run_id = {literal}))"
-        )
+        conditions.append(f"quarantined_at >= ({_run_started_query(schema, since)})")
     if conditions:
         q += " where " + " and ".join(conditions)
     return q + " order by quarantined_at, source_file, record_index"
+
+
+def _run_started_query(schema: str, run_id: str) -> str:
+    """SQL of the time run ``run_id`` started (null for a run this warehouse never saw).
+
+    Every table a run writes stamps its rows with that time (``cdc_run_started_at``);
+    ``merge_log`` has a row of every run that ended, also one that read no file."""
+    literal = "'" + run_id.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return (
+        "select min(started) from ("
+        f"select quarantined_at as started from `{schema}`.quarantine where run_id = {literal}"
+        f" union all select processed_at from `{schema}`.audit_files where run_id = {literal}"
+        f" union all select merged_through from `{schema}`.merge_log where run_id = {literal})"
+    )
+
+
+def _unknown_run_message(schema: str, run_id: str, rows: Any) -> str | None:
+    """``--since RUN`` of a run id this warehouse has no trace of (a typo listed nothing
+    before); ``rows(sql)`` returns a statement's rows."""
+    if rows(_run_started_query(schema, run_id))[0][0] is not None:
+        return None
+    return f"no run {run_id} in this warehouse; its runs: cdc sql 'select run_id from {schema}.merge_log'"
 
 
 if __name__ == "__main__":

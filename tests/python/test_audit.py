@@ -10,7 +10,7 @@ import time
 
 import yaml
 
-from udfs.cli import _quarantine_query
+from udfs.cli import _quarantine_query, _unknown_run_message
 from udfs.config import load_config
 from udfs.pipeline import dbt_vars, run_dbt, run_pipeline
 from udfs.run_size import new_landing_bytes
@@ -81,6 +81,28 @@ def test_accounting_per_file_and_run_and_changed_files(spark, make_config, tmp_p
     assert spark.sql(f"select count(*) from {schema}.audit_changed_files").collect()[0][0] == 1
     runs = spark.sql(f"select run_id, files from {schema}.audit_runs").collect()
     assert sorted(r.files for r in runs) == [0, 0, 2]
+
+    # `cdc quarantine --since RUN` lists the records of RUN and of the runs after it, also
+    # for a run that read no file (it listed nothing: only the quarantine's and the
+    # audit's times were looked up); a run id the warehouse never saw is named as such
+    _write(landing / "c.jsonl", ["also not json"])
+    fourth = run_pipeline(config, spark=spark)
+    assert (fourth.files, fourth.quarantined) == (1, 1)
+
+    def listed(since):
+        return [os.path.basename(r.source_file) for r in spark.sql(_quarantine_query(schema, since)).collect()]
+
+    assert listed(first.run_id) == ["a.jsonl", "c.jsonl"]
+    assert listed(third.run_id) == ["c.jsonl"], "a run that read no file"
+    assert listed(fourth.run_id) == ["c.jsonl"]
+
+    def rows(sql):
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    assert _unknown_run_message(schema, third.run_id, rows) is None
+    assert _unknown_run_message(schema, "no-such-run", rows) == (
+        f"no run no-such-run in this warehouse; its runs: cdc sql 'select run_id from {schema}.merge_log'"
+    )
 
 
 def test_a_file_modified_within_min_file_age_waits_for_a_later_run(spark, make_config, tmp_path):

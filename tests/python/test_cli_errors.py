@@ -128,7 +128,7 @@ def test_a_jvm_that_exits_as_it_starts_leaves_its_reason_and_one_line(tmp_path):
 
 def test_export_and_quarantine_before_any_run_say_so(tmp_path):
     no_run_yet = f"the warehouse {(tmp_path / '.cdc').resolve()} has no run yet: `cdc run` makes its tables"
-    for args in (["export", "t"], ["quarantine"]):
+    for args in (["export", "t"], ["quarantine"], ["quarantine", "--since", "a-run"]):
         p = _cdc(tmp_path, *args)
         assert p.returncode == 1, p.stderr[-3000:]
         assert p.stdout == ""

@@ -411,6 +411,12 @@ def test_cdc_quarantine_goes_through_the_running_server(server):
     assert mine[0]["record_index"] == 0 and mine[0]["raw_record"] == bad and mine[0]["raw_is_base64"] is False
     assert mine[0]["reason"].startswith("not JSON"), mine[0]
     assert mine[0]["resolved_run_id"] is None
+    # --since a run id the warehouse never saw: named, not an empty list
+    p = cdc(["quarantine", "--since", "no-such-run"], work)
+    assert (p.returncode, p.stdout) == (2, ""), p.stderr[-3000:]
+    assert p.stderr.splitlines()[-1] == (
+        "cdc quarantine: no run no-such-run in this warehouse; its runs: cdc sql 'select run_id from cdc.merge_log'"
+    )
 
 
 def _dbt_thrift(port: int, args: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
