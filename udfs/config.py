@@ -6,6 +6,7 @@ one message that names the problem.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,42 @@ class ConfigError(ValueError):
     """A configuration problem; the message names it."""
 
 
+#: ``${NAME}`` (NAME a plain identifier) in a folder's path or a ``spark:`` value: the
+#: environment variable NAME, as one cdc.yml serves a laptop, CI and production; ``$${NAME}``
+#: writes ``${NAME}`` itself. Other ``${...}`` (Spark's ``${env:X}``, Hive's
+#: ``${hiveconf:x}``) are not names here and are left to Spark
+_ENV_REFERENCE = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _with_environment(path: Path, setting: str, value: str) -> str:
+    """``value`` with each ``${NAME}`` replaced by the environment variable NAME; one
+    that is not set, or set empty (a path would silently move), is a ``ConfigError``."""
+
+    def one(reference: re.Match[str]) -> str:
+        if reference.group(1):
+            return reference.group(0)[1:]
+        name = reference.group(2)
+        if not (found := os.environ.get(name)):
+            state = "set but empty" if found == "" else "not set"
+            raise ConfigError(f"{path}: {setting} uses the environment variable {name}, which is {state}")
+        return found
+
+    return _ENV_REFERENCE.sub(one, value)
+
+
+def _folder(path: Path, setting: str, value: Any) -> Path:
+    """The folder a path setting of cdc.yml names: ``~`` or ``~user`` at its start is that
+    home folder (as a shell's), then ``${NAME}`` is the environment's; a relative path
+    is the config file's folder's."""
+    text = str(value)
+    if text.startswith("~"):
+        try:
+            text = str(Path(text).expanduser())
+        except RuntimeError as exc:  # no HOME, an unknown user
+            raise ConfigError(f"{path}: {setting} {text}: {exc}") from None
+    return (path.parent / _with_environment(path, setting, text)).resolve()
+
+
 def _check_warehouse_path(path: Path, setting: str, folder: str, unsafe_characters: str) -> None:
     """Refuse a folder of tables whose path holds one of ``unsafe_characters``, naming
     the setting that chose it."""
@@ -80,10 +117,11 @@ def _listed_under(folder: Path, root: Path) -> bool:
     return not any(part.startswith((".", "_")) for part in folder.relative_to(root).parts)
 
 
-def _check_feed_folders(feeds: list[Feed], warehouse: Path) -> None:
+def _check_feed_folders(feeds: list[Feed], warehouse: Path, config_path: Path) -> None:
     """Refuse feeds that would read the same landing files (one's folder is, or holds,
     another's: a file would be decoded and counted twice, and the run then failed on a
-    unique test), and a warehouse its feeds would read as landing files."""
+    unique test), and a warehouse or the configuration file its feeds would read as
+    landing files (a feed on the project's folder, ``path: .``)."""
     for i, a in enumerate(feeds):
         for b in feeds[i + 1 :]:
             outer, inner = (a, b) if _listed_under(b.path, a.path) else (b, a)
@@ -99,6 +137,12 @@ def _check_feed_folders(feeds: list[Feed], warehouse: Path) -> None:
                 f"the warehouse {warehouse} is inside the folder of feed {a.name!r} ({a.path}), which would read "
                 "the warehouse's files as landing files: move it out, or name it with a leading . (as the default "
                 ".cdc)"
+            )
+        if _listed_under(config_path.parent, a.path) and not config_path.name.startswith((".", "_")):
+            raise ConfigError(
+                f"feed {a.name!r} would read the configuration file {config_path} as a landing file (it is inside "
+                f"the feed's folder {a.path}): give the feed a folder of its own, or the file a name with a "
+                "leading . or _"
             )
 
 
@@ -246,8 +290,7 @@ def load_config(path: str | Path) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     _unknown(raw, TOP_LEVEL_KEYS, f"{path}")
-    base = path.parent
-    warehouse = (base / str(raw.get("warehouse", ".cdc"))).resolve()
+    warehouse = _folder(path, "warehouse", raw.get("warehouse", ".cdc"))
     _check_warehouse_path(path, "warehouse", str(warehouse), WAREHOUSE_PATH_UNSAFE)
     schema = str(raw.get("schema", "cdc"))
     marts_schema = str(raw.get("marts_schema", "marts"))
@@ -301,7 +344,7 @@ def load_config(path: str | Path) -> Config:
             raise ConfigError(f"{where}: format {fmt} does not come in framing {framing!r} (it has {decoder.framings})")
         if not f.get("path"):
             raise ConfigError(f"{where}: `path` is missing")
-        feed_path = (base / str(f["path"])).resolve()
+        feed_path = _folder(path, f"{where}: path", f["path"])
         if not feed_path.is_dir():
             raise ConfigError(f"{where}: path {feed_path} does not exist or is not a folder")
         options = f.get("options") or {}
@@ -318,7 +361,7 @@ def load_config(path: str | Path) -> Config:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         feeds.append(Feed(name, fmt, feed_path, framing, options, feed_age))
-    _check_feed_folders(feeds, warehouse)
+    _check_feed_folders(feeds, warehouse, path)
 
     tables: dict[str, TableConfig] = {}
     for name, t in (raw.get("tables") or {}).items():
@@ -351,7 +394,10 @@ def load_config(path: str | Path) -> Config:
     spark_conf = raw.get("spark") or {}
     if not isinstance(spark_conf, dict) or not all(isinstance(k, str) for k in spark_conf):
         raise ConfigError("spark must be a mapping of Spark or Hive setting names to values")
-    spark_conf = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
+    spark_conf = {
+        k: str(v).lower() if isinstance(v, bool) else _with_environment(path, f"spark: {k}", str(v))
+        for k, v in spark_conf.items()
+    }
     if (tables_dir := spark_conf.get("spark.sql.warehouse.dir")) is not None:
         # a URL's scheme (file:, hdfs:) is no part of the folders' names
         folder = unquote(urlparse(tables_dir).path) or tables_dir

@@ -79,6 +79,76 @@ def test_a_warehouse_its_feeds_would_read_is_refused(tmp_path):
         assert load_config(_write(tmp_path, [feed("debezium_json")], warehouse=hidden)).warehouse == tmp_path / hidden
 
 
+def test_a_feed_on_the_config_files_folder_is_refused(tmp_path):
+    """``path: .`` would read ``cdc.yml`` (and whatever else the project's folder holds)
+    as landing files, and quarantine them every run."""
+    with pytest.raises(ConfigError) as err:
+        load_config(_write(tmp_path, [feed("debezium_json", path=".")]))
+    assert (
+        f"feed 'f' would read the configuration file {tmp_path / 'cdc.yml'} as a landing file (it is inside the "
+        f"feed's folder {tmp_path})" in str(err.value)
+    )
+    (tmp_path / "project").mkdir()
+    with pytest.raises(ConfigError, match="would read the configuration file"):  # a folder above the file's too
+        load_config(_write(tmp_path, [feed("debezium_json", path="..")]).rename(tmp_path / "project" / "cdc.yml"))
+    # a name with a leading _ (or .) is not listed, and a feed beside the file reads none of it
+    hidden = _write(tmp_path, [feed("debezium_json", path=".")]).rename(tmp_path / "_cdc.yml")
+    assert load_config(hidden).feeds[0].path == tmp_path
+    assert load_config(_write(tmp_path, [feed("debezium_json")])).feeds[0].path == tmp_path / "landing"
+
+
+def test_paths_and_spark_values_take_environment_variables_and_the_home_folder(tmp_path, monkeypatch):
+    """One cdc.yml for a laptop, CI and production: ``${NAME}`` is the environment's,
+    ``~`` at a path's start the home folder. ``$${NAME}`` is the text ``${NAME}``, and
+    Spark's and Hive's own ``${env:X}`` / ``${hiveconf:x}`` are left to them."""
+    (tmp_path / "home" / "feeds" / "pg").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CDC_TEST_ROOT", str(tmp_path / "srv"))
+    monkeypatch.setenv("CDC_TEST_FEED", "pg")
+    monkeypatch.setenv("CDC_TEST_MEMORY", "3g")
+    spark = {
+        "spark.driver.memory": "${CDC_TEST_MEMORY}",
+        "x.literal": "$${CDC_TEST_MEMORY}",
+        "x.spark_syntax": "${env:CDC_TEST_MEMORY} ${hiveconf:x}",
+        "x.flag": True,
+    }
+    path = _write(tmp_path, [feed("debezium_json", path="~/feeds/${CDC_TEST_FEED}")], spark=spark)
+    path.write_text(path.read_text() + "warehouse: ${CDC_TEST_ROOT}/wh\n")
+    config = load_config(path)
+    assert config.feeds[0].path == tmp_path / "home" / "feeds" / "pg"
+    assert config.warehouse == tmp_path / "srv" / "wh"
+    assert config.spark_conf == {
+        "spark.driver.memory": "3g",
+        "x.literal": "${CDC_TEST_MEMORY}",
+        "x.spark_syntax": "${env:CDC_TEST_MEMORY} ${hiveconf:x}",
+        "x.flag": "true",
+    }
+    # a ~ inside a path is a folder's name, as in a shell
+    (tmp_path / "landing" / "~").mkdir()
+    assert load_config(_write(tmp_path, [feed("debezium_json", path="landing/~")])).feeds[0].path == (
+        tmp_path / "landing" / "~"
+    )
+
+
+@pytest.mark.parametrize("state", ["not set", "set but empty"])
+def test_an_environment_variable_not_set_or_empty_is_named(tmp_path, monkeypatch, state):
+    """An empty value would silently move a path (``${ROOT}/landing`` to ``/landing``)."""
+    if state == "not set":
+        monkeypatch.delenv("CDC_TEST_UNSET", raising=False)
+    else:
+        monkeypatch.setenv("CDC_TEST_UNSET", "")
+    for config, setting in (
+        ({"feeds": [feed("debezium_json", path="${CDC_TEST_UNSET}/landing")]}, "feed 'f': path"),
+        ({"feeds": [feed("debezium_json")], "warehouse": "${CDC_TEST_UNSET}"}, "warehouse"),
+        ({"feeds": [feed("debezium_json")], "spark": {"a.b": "x${CDC_TEST_UNSET}"}}, "spark: a.b"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            load_config(_write(tmp_path, **config))
+        assert str(err.value) == (
+            f"{tmp_path / 'cdc.yml'}: {setting} uses the environment variable CDC_TEST_UNSET, which is {state}"
+        )
+
+
 @pytest.mark.parametrize("folder", ["a:b", "a[1]", "{a,b}", "a*", "a?", "a\\b"])
 def test_a_warehouse_whose_path_spark_cannot_take_is_refused(tmp_path, folder):
     with pytest.raises(ConfigError) as err:
