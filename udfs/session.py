@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -254,6 +255,12 @@ def build_session(
     wh.mkdir(parents=True, exist_ok=True)
     conf = dict(config.spark_conf) if isinstance(config, Config) else {}
     conf.update(extra_conf or {})
+    if aside := set_aside_unfinished_metastore(wh, conf.get("spark.sql.warehouse.dir")):
+        print(
+            f"cdc: the warehouse's metastore was never finished (a first run stopped while Derby created it): "
+            f"set aside as {aside.name}, and made anew",
+            file=sys.stderr,
+        )
     # spark-submit takes one value of the driver's extra options: one set in
     # PYSPARK_SUBMIT_ARGS (which pyspark passes after the session's settings) would
     # replace the session's own options, and the session's would replace one set in a
@@ -317,6 +324,7 @@ def build_session(
     log_level = os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR")
     spark.sparkContext.setLogLevel(log_level)
     quiet_pyspark_error_logs(log_level)
+    cancel_jobs_on_interrupt(spark, log_level)
     settle_hive_function_registration(spark)
     register(spark)
     return spark
@@ -341,6 +349,105 @@ def quiet_pyspark_error_logs(log_level: str) -> None:
     level = logging.WARN if log_level.upper() in _VERBOSE_LOG_LEVELS else logging.CRITICAL  # WARN: pyspark's own
     for name in PYSPARK_ERROR_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(level)  # its own class: pyspark logs through it with fields
+
+
+def set_aside_unfinished_metastore(warehouse: Path, tables_dir: str | None = None) -> Path | None:
+    """Rename a ``metastore_db`` whose creation never finished, so that Derby makes it
+    anew; return its new path (``None``: nothing to do).
+
+    Derby writes ``service.properties`` as a database's creation ends; a first run
+    interrupted (Ctrl-C, a kill) while it created the metastore left the folder without
+    it, and every later session failed ("Unable to instantiate
+    SessionHiveMetaStoreClient": Derby boots no database without the file). Such a
+    metastore registered nothing, so only an empty tables' folder (``tables_dir``,
+    ``spark.sql.warehouse.dir``, else the warehouse's ``spark-warehouse``) is made
+    anew; with tables there, its loss is the user's to judge:
+    :class:`~udfs.warehouse_lock.WarehouseUnusableError`, naming both.
+    """
+    import time
+    from urllib.parse import unquote, urlparse
+
+    from udfs.warehouse_lock import WarehouseUnusableError
+
+    metastore = warehouse / "metastore_db"
+    if not metastore.is_dir() or (metastore / "service.properties").exists():
+        return None
+    url = urlparse(tables_dir or "")
+    tables = Path(unquote(url.path)) if tables_dir and url.scheme in ("", "file") else warehouse / "spark-warehouse"
+    if (tables_dir and url.scheme not in ("", "file")) or (tables.is_dir() and any(tables.iterdir())):
+        raise WarehouseUnusableError(
+            f"the warehouse's metastore {metastore} has no service.properties (its creation never finished, or "
+            f"the file was lost), and Derby cannot open it; the tables' folder {tables_dir or tables} may hold "
+            "tables it registered: restore metastore_db from a backup, or move both aside to start anew"
+        )
+    aside = warehouse / f"metastore_db.unfinished-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    metastore.rename(aside)
+    return aside
+
+
+#: the longest an interrupt (Ctrl-C) waits for Spark's jobs to be cancelled before it
+#: gets out: a JVM too busy to answer sooner must not hold the command
+CANCEL_WAIT_SECONDS = 10.0
+
+
+def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
+    """Replace pyspark's SIGINT handler (Ctrl-C) with one that cancels Spark's jobs from
+    a thread of its own, then raises ``KeyboardInterrupt``, as pyspark's does.
+
+    pyspark's handler cancels from the interrupted thread. When that thread was waiting
+    on the JVM (the landing listing, a metastore call, a query's collect), the cancel is
+    a second call on the same Py4J connection, which fails ("reentrant call inside
+    BufferedReader"): the job ran on in the JVM, and Py4J logged both failures'
+    tracebacks before the interrupt got out. A thread of its own gets a connection of
+    its own (tests/python/test_interrupted_session.py). Py4J's traceback of the
+    interrupted call itself (``KeyboardInterrupt while sending command.``, on the root
+    logger) is dropped too, unless ``log_level`` is verbose: the commands say
+    ``interrupted`` in one line. Only the main thread can set a signal handler; from
+    another, pyspark's handler is not set either, and nothing changes.
+    """
+    import logging
+    import signal
+
+    from py4j.protocol import Py4JError
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    context = spark.sparkContext
+
+    def cancel_jobs() -> None:
+        try:
+            context.cancelAllJobs()
+        except (Py4JError, AttributeError):  # the JVM gone, a stopped context: no job is left to cancel
+            pass
+
+    def interrupt(signum: int, frame: Any) -> None:
+        _INTERRUPTED.set()
+        canceller = threading.Thread(target=cancel_jobs, name="cdc-cancel-jobs", daemon=True)
+        canceller.start()
+        canceller.join(CANCEL_WAIT_SECONDS)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    for name in _PY4J_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.removeFilter(_drop_py4j_interrupt_tracebacks)  # a session built again: added once
+        if log_level.upper() not in _VERBOSE_LOG_LEVELS:
+            logger.addFilter(_drop_py4j_interrupt_tracebacks)
+
+
+#: set by the first interrupt (:func:`cancel_jobs_on_interrupt`)
+_INTERRUPTED = threading.Event()
+#: the loggers Py4J logs an interrupted call's tracebacks on: the root logger
+#: (``logging.exception`` in ``java_gateway``) and its modules' own
+_PY4J_LOGGERS = ("", "py4j.java_gateway", "py4j.clientserver")
+
+
+def _drop_py4j_interrupt_tracebacks(record: Any) -> bool:
+    """A log record to keep: any but Py4J's tracebacks of a JVM call an interrupt cut
+    short, and of its clean-up after one (a connection whose JVM side was closed)."""
+    error = record.exc_info[0] if record.exc_info else None
+    interrupted = error is not None and (issubclass(error, KeyboardInterrupt) or _INTERRUPTED.is_set())
+    return not (interrupted and f"{os.sep}py4j{os.sep}" in record.pathname)
 
 
 #: Hive's flag of its one-time function registration, and the value meaning done.

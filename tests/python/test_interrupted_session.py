@@ -1,0 +1,151 @@
+"""Sessions cut short: Ctrl-C while a query runs, a first run stopped while Derby created
+the metastore. Each runs in a process of its own (the signal goes to it; the metastore is
+read as the session starts).
+
+Ctrl-C (SIGINT) while the main thread waits on the JVM: the job is cancelled, and the
+interrupt gets out without Py4J's tracebacks (``udfs.session.cancel_jobs_on_interrupt``).
+pyspark's own handler cancels from the interrupted thread, on the Py4J connection that
+is waiting for the query's answer: the cancel failed ("reentrant call"), the job ran on,
+and four tracebacks were printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from own_session import REPO
+
+from udfs.session import set_aside_unfinished_metastore
+from udfs.warehouse_lock import WarehouseUnusableError
+
+#: a query whose one task sleeps far longer than the test waits, so only a cancel ends it;
+#: a helper thread interrupts the main thread once the job runs (the main thread is then
+#: inside the collect's JVM call), and the script then polls Spark's active jobs
+SCRIPT = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from udfs.session import build_session
+
+spark = build_session(Path(sys.argv[1]))
+tracker = spark.sparkContext.statusTracker()
+
+def interrupt_once_running():
+    while not tracker.getActiveJobsIds():
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt_once_running, daemon=True).start()
+try:
+    spark.range(1).selectExpr("java_method('java.lang.Thread', 'sleep', bigint(600000)) as slept").collect()
+    outcome = "finished"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+polls = []
+for _ in range(120):
+    polls.append(list(tracker.getActiveJobsIds()))
+    if not polls[-1]:
+        break
+    time.sleep(0.5)
+print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=True)
+"""
+
+
+ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
+
+
+def _run(script: str, *args: str, cwd: Path) -> tuple[dict, str]:
+    """``script``'s ``RESULT`` line as JSON, and its stderr."""
+    p = subprocess.run(
+        [sys.executable, "-c", script, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+    return json.loads(line.removeprefix("RESULT ")), p.stderr
+
+
+def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path):
+    result, stderr = _run(SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
+    assert result["outcome"] == "interrupted"
+    # cancelled: no job is left (pyspark's handler left it running for its ten minutes)
+    assert result["active_jobs"][-1] == [], result["active_jobs"]
+    assert "Traceback" not in stderr and "reentrant call" not in stderr, stderr[-3000:]
+
+
+#: a session on a warehouse (its first), its databases listed
+START = """
+import json, sys
+from pathlib import Path
+from udfs.session import build_session
+
+spark = build_session(Path(sys.argv[1]))
+spark.sql("create database if not exists probe")
+print("RESULT " + json.dumps([r[0] for r in spark.sql("show databases").collect()]), flush=True)
+"""
+
+
+def _kill_while_the_metastore_is_created(warehouse: Path) -> None:
+    """A first session killed (SIGKILL, as a Ctrl-C's Py4J clean-up interrupts Derby too)
+    as soon as ``metastore_db`` appears: Derby has not finished it."""
+    for _ in range(3):  # Derby writes the database's files for a second or more: one kill lands
+        proc = subprocess.Popen(
+            [sys.executable, "-c", START, str(warehouse)],
+            env=ENV,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        while not (warehouse / "metastore_db").is_dir() and proc.poll() is None:
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if not (warehouse / "metastore_db" / "service.properties").exists():
+            return
+        for child in warehouse.iterdir():
+            subprocess.run(["rm", "-rf", str(child)], check=True)
+    pytest.fail("each kill landed after Derby finished the metastore")
+
+
+def test_a_metastore_whose_creation_was_cut_short_is_set_aside_and_made_anew(tmp_path):
+    """Every session after such a kill failed ("Unable to instantiate
+    SessionHiveMetaStoreClient"): Derby opens no database without its service.properties."""
+    warehouse = tmp_path / "warehouse"
+    _kill_while_the_metastore_is_created(warehouse)
+    databases, stderr = _run(START, str(warehouse), cwd=tmp_path)
+    assert "probe" in databases
+    (aside,) = warehouse.glob("metastore_db.unfinished-*")
+    assert f"set aside as {aside.name}, and made anew" in stderr
+    assert (warehouse / "metastore_db" / "service.properties").exists()
+    # the next session opens the new one as it is
+    databases, stderr = _run(START, str(warehouse), cwd=tmp_path)
+    assert "probe" in databases and "set aside" not in stderr
+    assert list(warehouse.glob("metastore_db.unfinished-*")) == [aside]
+
+
+def test_an_unopenable_metastore_beside_tables_is_refused_not_replaced(tmp_path):
+    """Without ``service.properties`` Derby opens nothing; with tables in the tables'
+    folder the metastore may have registered them, so nothing is renamed."""
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "metastore_db" / "seg0").mkdir(parents=True)
+    (warehouse / "spark-warehouse" / "cdc.db").mkdir(parents=True)
+    with pytest.raises(WarehouseUnusableError) as err:
+        set_aside_unfinished_metastore(warehouse)
+    assert f"the warehouse's metastore {warehouse / 'metastore_db'} has no service.properties" in str(err.value)
+    assert f"the tables' folder {warehouse / 'spark-warehouse'} may hold tables" in str(err.value)
+    elsewhere = tmp_path / "tables"
+    (elsewhere / "x.db").mkdir(parents=True)
+    for tables_dir in (str(elsewhere), elsewhere.as_uri(), "hdfs://namenode:8020/warehouse"):
+        with pytest.raises(WarehouseUnusableError, match="may hold tables"):
+            set_aside_unfinished_metastore(warehouse, tables_dir)
+    assert sorted(p.name for p in warehouse.iterdir()) == ["metastore_db", "spark-warehouse"]
+    # a finished metastore, or none, is left as it is
+    (warehouse / "metastore_db" / "service.properties").write_text("")
+    assert set_aside_unfinished_metastore(warehouse) is None
+    assert set_aside_unfinished_metastore(tmp_path / "new") is None
+    assert sorted(p.name for p in warehouse.iterdir()) == ["metastore_db", "spark-warehouse"]
