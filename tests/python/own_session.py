@@ -21,6 +21,11 @@ def run_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = 
     """Run ``script`` with ``args`` in ``cwd`` (the project importable, the workers on
     this interpreter, ``env`` added to the environment); fail with its stderr's end
     unless it succeeds."""
+    return run_script_and_stderr(script, *args, cwd=cwd, env=env)[0]
+
+
+def run_script_and_stderr(script: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[Any, str]:
+    """:func:`run_script`'s JSON, and the script's stderr (for what it printed there)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO), **(env or {})}
     p = subprocess.run(
         [sys.executable, "-c", script, *args],
@@ -32,4 +37,4 @@ def run_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = 
     )
     assert p.returncode == 0, p.stderr[-3000:]
     (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    return json.loads(line.removeprefix("RESULT "))
+    return json.loads(line.removeprefix("RESULT ")), p.stderr

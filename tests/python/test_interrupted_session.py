@@ -11,8 +11,8 @@ and four tracebacks were printed.
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from own_session import REPO
+from own_session import REPO, run_script_and_stderr
 
 from udfs.session import set_aside_unfinished_metastore
 from udfs.warehouse_lock import WarehouseUnusableError
@@ -60,18 +60,8 @@ print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
 
 
-def _run(script: str, *args: str, cwd: Path) -> tuple[dict, str]:
-    """``script``'s ``RESULT`` line as JSON, and its stderr."""
-    p = subprocess.run(
-        [sys.executable, "-c", script, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    return json.loads(line.removeprefix("RESULT ")), p.stderr
-
-
 def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path):
-    result, stderr = _run(SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
+    result, stderr = run_script_and_stderr(SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
     assert result["outcome"] == "interrupted"
     # cancelled: no job is left (pyspark's handler left it running for its ten minutes)
     assert result["active_jobs"][-1] == [], result["active_jobs"]
@@ -107,8 +97,7 @@ def _kill_while_the_metastore_is_created(warehouse: Path) -> None:
         proc.wait()
         if not (warehouse / "metastore_db" / "service.properties").exists():
             return
-        for child in warehouse.iterdir():
-            subprocess.run(["rm", "-rf", str(child)], check=True)
+        shutil.rmtree(warehouse)
     pytest.fail("each kill landed after Derby finished the metastore")
 
 
@@ -117,13 +106,13 @@ def test_a_metastore_whose_creation_was_cut_short_is_set_aside_and_made_anew(tmp
     SessionHiveMetaStoreClient"): Derby opens no database without its service.properties."""
     warehouse = tmp_path / "warehouse"
     _kill_while_the_metastore_is_created(warehouse)
-    databases, stderr = _run(START, str(warehouse), cwd=tmp_path)
+    databases, stderr = run_script_and_stderr(START, str(warehouse), cwd=tmp_path)
     assert "probe" in databases
     (aside,) = warehouse.glob("metastore_db.unfinished-*")
     assert f"set aside as {aside.name}, and made anew" in stderr
     assert (warehouse / "metastore_db" / "service.properties").exists()
     # the next session opens the new one as it is
-    databases, stderr = _run(START, str(warehouse), cwd=tmp_path)
+    databases, stderr = run_script_and_stderr(START, str(warehouse), cwd=tmp_path)
     assert "probe" in databases and "set aside" not in stderr
     assert list(warehouse.glob("metastore_db.unfinished-*")) == [aside]
 
