@@ -5,6 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# setuptools reads `$name` and braces in .venv's install paths as variables (its
+# subst_vars: "invalid variable", or a set variable's value, $HOME, put into the path),
+# and pip's launch scripts (.venv/bin/cdc, dbt) quote a path with a space in "..." for
+# /bin/sh, where `$`, a backquote, `"` and `\` are syntax (a clone in `p$1 b` set up,
+# and then its cdc and dbt ran `p b/.venv/bin/python`, not found). Say so before any work.
+case "$PWD" in
+    *[\$\`\"\\{}]* | *$'\n'*)
+        echo "setup: the project's folder $PWD holds \$, a backquote, \", \\, a brace or a newline, which setuptools or pip's launch scripts read as syntax; clone the project into a folder without them" >&2
+        exit 1
+        ;;
+esac
+
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
