@@ -1,0 +1,84 @@
+"""``dbt build --full-refresh`` keeps what runs read and merged.
+
+dbt's ``--full-refresh`` rebuilds an incremental model from its query, and these
+models' queries read only the landing files no run has processed. Before the
+changelog's and the state's models were ``full_refresh: false`` (dbt_project.yml), a
+``dbt build --full-refresh`` through ``cdc serve`` left the example's warehouse with no
+changelog row, no processed file in ``audit_files`` (so the next run would read every
+landing file still there again) and a mart that had lost a column.
+
+Here two runs (one record quarantined), then the landing files deleted (a retention
+policy), then ``dbt build --full-refresh``: the changelog, the quarantine, the audit,
+the history and the mart are as they were, and dbt's log names the models kept. A
+later file is read alone and merged onto the kept state.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from udfs.config import load_config
+from udfs.pipeline import run_dbt, run_pipeline
+
+KEPT_TABLES = ("changelog", "quarantine", "audit_files", "history", "merge_log")
+
+
+def _event(lsn: int, op: str, row: dict) -> str:
+    image = (None, row) if op != "d" else (row, None)
+    source = {"connector": "postgresql", "db": "d", "schema": "s", "table": "items", "lsn": lsn}
+    return json.dumps({"before": image[0], "after": image[1], "source": source, "op": op})
+
+
+def _land(landing, name: str, lines: list[str]) -> None:
+    (landing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _rows(spark, table: str) -> list[str]:
+    rows = spark.table(table).collect()
+    return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
+
+
+def _mart(spark, marts: str) -> dict[int, dict]:
+    columns = sorted(f.name for f in spark.table(f"{marts}.items").schema if not f.name.startswith("_cdc_"))
+    return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}
+
+
+def test_a_full_refresh_keeps_the_changelog_the_audit_and_the_state(spark, make_config, tmp_path):
+    path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
+    cfg = yaml.safe_load(path.read_text())
+    schema, marts = cfg["schema"], cfg["marts_schema"]
+    config = load_config(path)
+    landing = tmp_path / "landing" / "f"
+
+    _land(landing, "1.jsonl", [_event(10, "c", {"id": 1, "a": "x"}), _event(20, "c", {"id": 2, "a": "y"}), "{not json"])
+    run_pipeline(config, spark=spark)
+    _land(landing, "2.jsonl", [_event(30, "u", {"id": 1, "a": "x2", "b": "new"}), _event(40, "d", {"id": 2, "a": "y"})])
+    run_pipeline(config, spark=spark)
+    before = {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES}
+    assert [len(before[t]) for t in ("changelog", "quarantine", "audit_files", "history")] == [4, 1, 2, 4]
+    mart = _mart(spark, marts)
+    assert mart == {1: {"id": "1", "a": "x2", "b": "new"}}
+    for landed in landing.iterdir():
+        landed.unlink()
+
+    events = []
+    run_dbt(config, "build", extra=["--full-refresh"], callbacks=[events.append])
+
+    after = {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES}
+    for table in ("changelog", "quarantine", "audit_files", "history"):
+        assert after[table] == before[table], table
+    assert set(before["merge_log"]) <= set(after["merge_log"])
+    assert _mart(spark, marts) == mart
+    (notice,) = [e.info.msg for e in events if e.info.msg.startswith("cdc: --full-refresh keeps the rows of ")]
+    assert notice.startswith(
+        "cdc: --full-refresh keeps the rows of audit_changed_files, audit_files, changelog, ddl_log, history_segments,"
+        " key_moves, merge_log, quarantine, quarantine_retries, state_segments (full_refresh: false"
+    ), notice
+
+    _land(landing, "3.jsonl", [_event(50, "u", {"id": 1, "a": "x3", "b": "new"})])
+    summary = run_pipeline(config, spark=spark)
+    assert (summary.files, summary.records, summary.changes) == (1, 1, 1)
+    assert _mart(spark, marts) == {1: {"id": "1", "a": "x3", "b": "new"}}
+    assert len(_rows(spark, f"{schema}.changelog")) == 5
