@@ -1,26 +1,32 @@
-"""``dbt build --full-refresh`` keeps what runs read and merged.
+"""What dbt's run flags do to the project's models: ``--full-refresh`` keeps what runs
+read and merged, ``--empty`` is refused.
 
 dbt's ``--full-refresh`` rebuilds an incremental model from its query, and these
 models' queries read only the landing files no run has processed. Before the
 changelog's and the state's models were ``full_refresh: false`` (dbt_project.yml), a
 ``dbt build --full-refresh`` through ``cdc serve`` left the example's warehouse with no
 changelog row, no processed file in ``audit_files`` (so the next run would read every
-landing file still there again) and a mart that had lost a column.
+landing file still there again) and a mart that had lost a column. ``--empty`` builds
+every model from refs of no rows: after a run killed past its changelog append, a
+``dbt build --empty`` through ``cdc serve`` recorded a merge of nothing in ``merge_log``,
+and the next run left the killed run's change out of the state.
 
 Here two runs (one record quarantined), then the landing files deleted (a retention
 policy), then ``dbt build --full-refresh``: the changelog, the quarantine, the audit,
-the history and the mart are as they were, and dbt's log names the models kept. A
-later file is read alone and merged onto the kept state.
+the history and the mart are as they were, and dbt's log names the models kept. Then a
+file lands, ``dbt build --empty`` is refused before the run lock and changes nothing,
+and the next run reads that file alone and merges it onto the kept state.
 """
 
 from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from udfs.config import load_config
-from udfs.pipeline import run_dbt, run_pipeline
+from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_pipeline
 
 KEPT_TABLES = ("changelog", "quarantine", "audit_files", "history", "merge_log")
 
@@ -45,7 +51,7 @@ def _mart(spark, marts: str) -> dict[int, dict]:
     return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}
 
 
-def test_a_full_refresh_keeps_the_changelog_the_audit_and_the_state(spark, make_config, tmp_path):
+def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spark, make_config, tmp_path):
     path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
     cfg = yaml.safe_load(path.read_text())
     schema, marts = cfg["schema"], cfg["marts_schema"]
@@ -78,6 +84,11 @@ def test_a_full_refresh_keeps_the_changelog_the_audit_and_the_state(spark, make_
     ), notice
 
     _land(landing, "3.jsonl", [_event(50, "u", {"id": 1, "a": "x3", "b": "new"})])
+    with pytest.raises(PipelineError, match=r"--empty builds every model from no rows, .* Nothing was run"):
+        run_dbt(config, "build", extra=["--empty"])
+    assert {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES} == after
+    assert not spark.sql(f"show tables in {schema} like '{RUN_LOCK_TABLE}'").collect()
+
     summary = run_pipeline(config, spark=spark)
     assert (summary.files, summary.records, summary.changes) == (1, 1, 1)
     assert _mart(spark, marts) == {1: {"id": "1", "a": "x3", "b": "new"}}
