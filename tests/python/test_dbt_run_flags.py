@@ -23,22 +23,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
+from debezium_lines import land, one_feed_of_items, row_event
 
-from udfs.config import load_config
 from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_pipeline
 
 KEPT_TABLES = ("changelog", "quarantine", "audit_files", "history", "merge_log")
-
-
-def _event(lsn: int, op: str, row: dict) -> str:
-    image = (None, row) if op != "d" else (row, None)
-    source = {"connector": "postgresql", "db": "d", "schema": "s", "table": "items", "lsn": lsn}
-    return json.dumps({"before": image[0], "after": image[1], "source": source, "op": op})
-
-
-def _land(landing, name: str, lines: list[str]) -> None:
-    (landing / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _rows(spark, table: str) -> list[str]:
@@ -52,15 +41,19 @@ def _mart(spark, marts: str) -> dict[int, dict]:
 
 
 def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spark, make_config, tmp_path):
-    path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
-    cfg = yaml.safe_load(path.read_text())
-    schema, marts = cfg["schema"], cfg["marts_schema"]
-    config = load_config(path)
-    landing = tmp_path / "landing" / "f"
+    config, schema, marts, landing = one_feed_of_items(make_config, tmp_path)
 
-    _land(landing, "1.jsonl", [_event(10, "c", {"id": 1, "a": "x"}), _event(20, "c", {"id": 2, "a": "y"}), "{not json"])
+    land(
+        landing,
+        "1.jsonl",
+        [row_event(10, "c", {"id": 1, "a": "x"}), row_event(20, "c", {"id": 2, "a": "y"}), "{not json"],
+    )
     run_pipeline(config, spark=spark)
-    _land(landing, "2.jsonl", [_event(30, "u", {"id": 1, "a": "x2", "b": "new"}), _event(40, "d", {"id": 2, "a": "y"})])
+    land(
+        landing,
+        "2.jsonl",
+        [row_event(30, "u", {"id": 1, "a": "x2", "b": "new"}), row_event(40, "d", {"id": 2, "a": "y"})],
+    )
     run_pipeline(config, spark=spark)
     before = {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES}
     assert [len(before[t]) for t in ("changelog", "quarantine", "audit_files", "history")] == [4, 1, 2, 4]
@@ -83,7 +76,7 @@ def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spa
         " key_moves, merge_log, quarantine, quarantine_retries, state_segments (full_refresh: false"
     ), notice
 
-    _land(landing, "3.jsonl", [_event(50, "u", {"id": 1, "a": "x3", "b": "new"})])
+    land(landing, "3.jsonl", [row_event(50, "u", {"id": 1, "a": "x3", "b": "new"})])
     with pytest.raises(PipelineError, match=r"--empty builds every model from no rows, .* Nothing was run"):
         run_dbt(config, "build", extra=["--empty"])
     assert {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES} == after

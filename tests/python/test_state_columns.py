@@ -18,22 +18,9 @@ the hand-made one's ``zzz`` appears, and ``b`` (no live row holds it) goes.
 
 from __future__ import annotations
 
-import json
+from debezium_lines import land, one_feed_of_items, row_event
 
-import yaml
-
-from udfs.config import load_config
 from udfs.pipeline import run_dbt, run_pipeline
-
-
-def _event(lsn: int, op: str, row: dict) -> str:
-    image = (None, row) if op != "d" else (row, None)
-    source = {"connector": "postgresql", "db": "d", "schema": "s", "table": "items", "lsn": lsn}
-    return json.dumps({"before": image[0], "after": image[1], "source": source, "op": op})
-
-
-def _land(landing, name: str, events: list[str]) -> None:
-    (landing / name).write_text("\n".join(events) + "\n", encoding="utf-8")
 
 
 def _view_columns(spark, marts: str) -> set[str]:
@@ -59,33 +46,31 @@ def _put_row_by_hand(spark, schema: str) -> None:
 
 
 def test_mart_columns_follow_the_rows_each_merge_wrote(spark, make_config, tmp_path):
-    path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
-    cfg = yaml.safe_load(path.read_text())
-    schema, marts = cfg["schema"], cfg["marts_schema"]
-    config = load_config(path)
-    landing = tmp_path / "landing" / "f"
+    config, schema, marts, landing = one_feed_of_items(make_config, tmp_path)
 
-    _land(
-        landing, "1.jsonl", [_event(10, "c", {"id": 1, "a": "x"}), _event(20, "c", {"id": 2, "a": "y", "b": "only 2"})]
+    land(
+        landing,
+        "1.jsonl",
+        [row_event(10, "c", {"id": 1, "a": "x"}), row_event(20, "c", {"id": 2, "a": "y", "b": "only 2"})],
     )
     run_pipeline(config, spark=spark)
     assert _view_columns(spark, marts) == {"id", "a", "b"}
 
     _put_row_by_hand(spark, schema)
     assert 99 in _view_rows(spark, marts)
-    _land(landing, "2.jsonl", [_event(30, "u", {"id": 1, "a": "x2", "c": "new"})])
+    land(landing, "2.jsonl", [row_event(30, "u", {"id": 1, "a": "x2", "c": "new"})])
     run_pipeline(config, spark=spark)
     assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # not zzz: the state was not read
 
-    _land(landing, "3.jsonl", [_event(40, "c", {"id": 3, "a": "z", "d": "from a run that stopped"})])
+    land(landing, "3.jsonl", [row_event(40, "c", {"id": 3, "a": "z", "d": "from a run that stopped"})])
     run_dbt(config, "run", extra=["--select", "+merge_log"])
     assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # the marts were not rebuilt
-    _land(landing, "4.jsonl", [_event(50, "u", {"id": 1, "a": "x3", "c": "newer"})])
+    land(landing, "4.jsonl", [row_event(50, "u", {"id": 1, "a": "x3", "c": "newer"})])
     run_pipeline(config, spark=spark)
     assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}
     assert _view_rows(spark, marts)[3]["d"] == "from a run that stopped"
 
-    _land(landing, "5.jsonl", [_event(60, "d", {"id": 2, "a": "y", "b": "only 2"})])
+    land(landing, "5.jsonl", [row_event(60, "d", {"id": 2, "a": "y", "b": "only 2"})])
     run_pipeline(config, spark=spark)
     rows = _view_rows(spark, marts)
     assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}  # b outlives its last row
