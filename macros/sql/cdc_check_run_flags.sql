@@ -10,6 +10,11 @@
       dbt_project.yml (the changelog's and the state's: what runs read from landing
       files, which may be gone since, and what they merged). dbt skips them silently,
       so this logs which.
+    - `--threads` above 1 through the Thrift server (`cdc serve`, whose session is
+      `spark.sql.hive.thriftServer.singleSession`) is refused: that single session holds
+      every connection's temporary views, and one thread closing its connection dropped
+      a view another thread was building from (`dbt build --threads 4`:
+      `quarantine__dbt_tmp` not found, `ddl_log` failed).
 
     Arguments: none. Returns no SQL.
 #}
@@ -23,6 +28,16 @@
             ~ 'warehouse\'s data: its merge log would record a merge of nothing, and the next run would skip '
             ~ 'the changes a killed run left pending. Nothing was run. To check the SQL, use `dbt compile`, '
             ~ 'or build a new warehouse'
+        ) %}
+    {% endif %}
+    {#- the session `cdc serve` shares with every client; dbt's target does not say its method -#}
+    {% if target.threads > 1
+        and run_query('set spark.sql.hive.thriftServer.singleSession').columns[1].values()[0] == 'true' %}
+        {% do exceptions.raise_compiler_error(
+            'dbt through the Thrift server runs one node at a time, and --threads is ' ~ target.threads
+            ~ ': the server\'s single session holds every connection\'s temporary views, and one thread '
+            ~ 'closing its connection drops the views another is building from. Nothing was run. '
+            ~ 'Leave --threads out (the thrift target has 1)'
         ) %}
     {% endif %}
     {% if flags.FULL_REFRESH %}

@@ -547,6 +547,22 @@ def test_through_the_server_failures_are_one_clear_line(server):
     assert not [r for r in pyhive_rows_any(port, "show tables") if r["tableName"].startswith("_cdc_rows_")]
 
 
+def test_dbt_through_the_server_with_more_than_one_thread_is_refused_before_any_model(server, tmp_path):
+    """``dbt build --threads 4 --target thrift`` failed part-way (one thread's closed
+    connection dropped ``quarantine__dbt_tmp``, a view another thread built from; ``ddl_log``
+    failed): refused before the run lock and any model (macros/sql/cdc_check_run_flags.sql)."""
+    work, port, _ = server
+    _run_example_unless_run(work, port)
+    merges = pyhive_rows_any(port, "select count(*) as n from cdc.merge_log")
+    p = _dbt_thrift(port, ["build", "--threads", "2"], tmp_path)
+    assert p.returncode != 0, p.stdout[-4000:]
+    assert "dbt through the Thrift server runs one node at a time, and --threads is 2" in p.stdout, p.stdout[-4000:]
+    assert "Nothing was run. Leave --threads out (the thrift target has 1)" in p.stdout
+    assert " START sql " not in p.stdout, p.stdout[-4000:]
+    assert run_lock(port) is None
+    assert pyhive_rows_any(port, "select count(*) as n from cdc.merge_log") == merges
+
+
 def test_a_lock_given_back_while_read_through_the_server_is_no_holder(server):
     """test_run_lock_release_race.py through PyHive: the lock dropped after it was listed,
     then after its properties were read. Spark's error class reaches a Thrift client in
