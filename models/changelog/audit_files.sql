@@ -1,8 +1,10 @@
 -- One row per processed landing file: records read = records that produced
--- changes + quarantined + skipped (by reason). Written after the changelog and the
--- quarantine: its row is what marks a file as processed.
+-- changes + quarantined + skipped (by reason). Written after every model that keeps a
+-- share of the batch's records (the changelog, the quarantine, the DDL log): its row is
+-- what marks a file as processed, and a file so marked is never read again.
 -- depends_on: {{ ref('changelog') }}
 -- depends_on: {{ ref('quarantine') }}
+-- depends_on: {{ ref('ddl_log') }}
 with
 
 files as (
