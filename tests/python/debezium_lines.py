@@ -1,5 +1,5 @@
-"""Debezium JSON lines, and a warehouse of one feed, for tests that land a few changes of
-one table by hand."""
+"""Debezium JSON lines, a warehouse of one feed, and its mart view ``items``, for tests
+that land a few changes of one table by hand."""
 
 from __future__ import annotations
 
@@ -30,3 +30,14 @@ def one_feed_of_items(make_config, tmp_path: Path) -> tuple[Config, str, str, Pa
     path = make_config([{"name": "f", "format": "debezium_json", "path": "landing/f"}], {"items": {"key": ["id"]}})
     written = yaml.safe_load(path.read_text())
     return load_config(path), written["schema"], written["marts_schema"], tmp_path / "landing" / "f"
+
+
+def items_view_columns(spark, marts: str) -> set[str]:
+    """The columns of the mart view ``items``, the pipeline's own ``_cdc_`` ones left out."""
+    return {f.name for f in spark.table(f"{marts}.items").schema if not f.name.startswith("_cdc_")}
+
+
+def items_view_rows(spark, marts: str) -> dict[int, dict]:
+    """The rows of the mart view ``items`` by ``id``, over those columns."""
+    columns = sorted(items_view_columns(spark, marts))
+    return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from debezium_lines import land, one_feed_of_items, row_event
+from debezium_lines import items_view_rows, land, one_feed_of_items, row_event
 
 from udfs.pipeline import RUN_LOCK_TABLE, PipelineError, run_dbt, run_pipeline
 
@@ -33,11 +33,6 @@ KEPT_TABLES = ("changelog", "quarantine", "audit_files", "history", "merge_log")
 def _rows(spark, table: str) -> list[str]:
     rows = spark.table(table).collect()
     return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str) for r in rows)
-
-
-def _mart(spark, marts: str) -> dict[int, dict]:
-    columns = sorted(f.name for f in spark.table(f"{marts}.items").schema if not f.name.startswith("_cdc_"))
-    return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}
 
 
 def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spark, make_config, tmp_path):
@@ -57,7 +52,7 @@ def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spa
     run_pipeline(config, spark=spark)
     before = {table: _rows(spark, f"{schema}.{table}") for table in KEPT_TABLES}
     assert [len(before[t]) for t in ("changelog", "quarantine", "audit_files", "history")] == [4, 1, 2, 4]
-    mart = _mart(spark, marts)
+    mart = items_view_rows(spark, marts)
     assert mart == {1: {"id": "1", "a": "x2", "b": "new"}}
     for landed in landing.iterdir():
         landed.unlink()
@@ -69,7 +64,7 @@ def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spa
     for table in ("changelog", "quarantine", "audit_files", "history"):
         assert after[table] == before[table], table
     assert set(before["merge_log"]) <= set(after["merge_log"])
-    assert _mart(spark, marts) == mart
+    assert items_view_rows(spark, marts) == mart
     (notice,) = [e.info.msg for e in events if e.info.msg.startswith("cdc: --full-refresh keeps the rows of ")]
     assert notice.startswith(
         "cdc: --full-refresh keeps the rows of audit_changed_files, audit_files, changelog, ddl_log, history_segments,"
@@ -84,5 +79,5 @@ def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spa
 
     summary = run_pipeline(config, spark=spark)
     assert (summary.files, summary.records, summary.changes) == (1, 1, 1)
-    assert _mart(spark, marts) == {1: {"id": "1", "a": "x3", "b": "new"}}
+    assert items_view_rows(spark, marts) == {1: {"id": "1", "a": "x3", "b": "new"}}
     assert len(_rows(spark, f"{schema}.changelog")) == 5

@@ -18,18 +18,9 @@ the hand-made one's ``zzz`` appears, and ``b`` (no live row holds it) goes.
 
 from __future__ import annotations
 
-from debezium_lines import land, one_feed_of_items, row_event
+from debezium_lines import items_view_columns, items_view_rows, land, one_feed_of_items, row_event
 
 from udfs.pipeline import run_dbt, run_pipeline
-
-
-def _view_columns(spark, marts: str) -> set[str]:
-    return {f.name for f in spark.table(f"{marts}.items").schema if not f.name.startswith("_cdc_")}
-
-
-def _view_rows(spark, marts: str) -> dict[int, dict]:
-    columns = sorted(_view_columns(spark, marts))
-    return {int(r["id"]): r.asDict() for r in spark.table(f"{marts}.items").select(*columns).collect()}
 
 
 def _put_row_by_hand(spark, schema: str) -> None:
@@ -54,29 +45,29 @@ def test_mart_columns_follow_the_rows_each_merge_wrote(spark, make_config, tmp_p
         [row_event(10, "c", {"id": 1, "a": "x"}), row_event(20, "c", {"id": 2, "a": "y", "b": "only 2"})],
     )
     run_pipeline(config, spark=spark)
-    assert _view_columns(spark, marts) == {"id", "a", "b"}
+    assert items_view_columns(spark, marts) == {"id", "a", "b"}
 
     _put_row_by_hand(spark, schema)
-    assert 99 in _view_rows(spark, marts)
+    assert 99 in items_view_rows(spark, marts)
     land(landing, "2.jsonl", [row_event(30, "u", {"id": 1, "a": "x2", "c": "new"})])
     run_pipeline(config, spark=spark)
-    assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # not zzz: the state was not read
+    assert items_view_columns(spark, marts) == {"id", "a", "b", "c"}  # not zzz: the state was not read
 
     land(landing, "3.jsonl", [row_event(40, "c", {"id": 3, "a": "z", "d": "from a run that stopped"})])
     run_dbt(config, "run", extra=["--select", "+merge_log"])
-    assert _view_columns(spark, marts) == {"id", "a", "b", "c"}  # the marts were not rebuilt
+    assert items_view_columns(spark, marts) == {"id", "a", "b", "c"}  # the marts were not rebuilt
     land(landing, "4.jsonl", [row_event(50, "u", {"id": 1, "a": "x3", "c": "newer"})])
     run_pipeline(config, spark=spark)
-    assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}
-    assert _view_rows(spark, marts)[3]["d"] == "from a run that stopped"
+    assert items_view_columns(spark, marts) == {"id", "a", "b", "c", "d"}
+    assert items_view_rows(spark, marts)[3]["d"] == "from a run that stopped"
 
     land(landing, "5.jsonl", [row_event(60, "d", {"id": 2, "a": "y", "b": "only 2"})])
     run_pipeline(config, spark=spark)
-    rows = _view_rows(spark, marts)
-    assert _view_columns(spark, marts) == {"id", "a", "b", "c", "d"}  # b outlives its last row
+    rows = items_view_rows(spark, marts)
+    assert items_view_columns(spark, marts) == {"id", "a", "b", "c", "d"}  # b outlives its last row
     assert sorted(rows) == [1, 3, 99] and {r["b"] for r in rows.values()} == {None}
     assert rows[1] == {"id": "1", "a": "x3", "b": None, "c": "newer", "d": None}
 
     run_dbt(config, "run", extra=["--select", "state_columns", "mart_columns", "--full-refresh"])
-    assert _view_columns(spark, marts) == {"id", "a", "c", "d", "zzz"}
-    assert _view_rows(spark, marts)[99]["zzz"] == "by hand"
+    assert items_view_columns(spark, marts) == {"id", "a", "c", "d", "zzz"}
+    assert items_view_rows(spark, marts)[99]["zzz"] == "by hand"
