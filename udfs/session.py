@@ -413,6 +413,7 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     context = spark.sparkContext
+    gateway_client = context._gateway._gateway_client  # noqa: SLF001
 
     def cancel_jobs() -> None:
         try:
@@ -425,6 +426,15 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
         canceller = threading.Thread(target=cancel_jobs, name="cdc-cancel-jobs", daemon=True)
         canceller.start()
         canceller.join(CANCEL_WAIT_SECONDS)
+        # Py4J's clean-up of the call this interrupts asks the JVM to shut down its socket,
+        # and the JVM shuts down every Py4J connection (it matches the gateway's port, which
+        # they all share): another thread's waiting call was sent again, and a connection
+        # opened just then failed ("Answer from Java side is empty"). Closed here, the
+        # connection is the only one to end, and Py4J's clean-up, finding it closed, sends
+        # nothing (tests/python/test_interrupted_session.py).
+        connection = gateway_client.get_thread_connection()
+        if connection is not None:
+            connection.close()
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)

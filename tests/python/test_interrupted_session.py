@@ -68,6 +68,68 @@ def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path
     assert "Traceback" not in stderr and "reentrant call" not in stderr, stderr[-3000:]
 
 
+#: a helper thread waits in a JVM call (a Phaser of two parties: its one arrival holds it)
+#: while the main thread's query is interrupted; once the job is gone the script reads how
+#: many arrivals the Phaser has, then arrives itself to let the helper go
+OTHER_THREAD_SCRIPT = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from udfs.session import build_session
+
+spark = build_session(Path(sys.argv[1]))
+tracker = spark.sparkContext.statusTracker()
+phaser = spark._jvm.java.util.concurrent.Phaser(2)
+phases = []
+
+def wait_in_the_jvm():
+    phases.append(phaser.arriveAndAwaitAdvance())
+
+helper = threading.Thread(target=wait_in_the_jvm, daemon=True)
+helper.start()
+while phaser.getArrivedParties() < 1:
+    time.sleep(0.1)
+
+def interrupt_once_running():
+    while not tracker.getActiveJobsIds():
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt_once_running, daemon=True).start()
+try:
+    spark.range(1).selectExpr("java_method('java.lang.Thread', 'sleep', bigint(600000)) as slept").collect()
+    outcome = "finished"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+for _ in range(120):
+    if not tracker.getActiveJobsIds():
+        break
+    time.sleep(0.5)
+time.sleep(2)  # the interrupted call's JVM thread has long read whatever py4j sent after it
+arrived = phaser.getArrivedParties()
+phase = phaser.getPhase()
+if phase == 0:
+    phaser.arrive()
+helper.join(60)
+print("RESULT " + json.dumps({"outcome": outcome, "arrived": arrived, "phase": phase, "helper": phases}), flush=True)
+"""
+
+
+def test_an_interrupt_leaves_another_threads_jvm_call_alone(tmp_path):
+    """py4j's own clean-up of an interrupted call sends the JVM a "shut down this socket"
+    command, which the JVM applies to every Py4J connection (it matches the gateway's
+    port, which they all share). A call another thread was waiting on lost its connection,
+    and py4j sent it again (here: a second arrival, so the Phaser advanced on the helper's
+    two arrivals alone); a connection opened just then failed to authenticate ("Answer
+    from Java side is empty", after the first test's interrupt in a CI run)."""
+    result, stderr = run_script_and_stderr(OTHER_THREAD_SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
+    assert result["outcome"] == "interrupted"
+    # the helper's one call arrived once, and waited on the main thread's arrival
+    assert (result["arrived"], result["phase"]) == (1, 0), result
+    # and its call returned (the phase it advanced to) once the main thread arrived
+    assert result["helper"] == [1], result
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
 #: a session on a warehouse (its first), its databases listed
 START = """
 import json, sys
