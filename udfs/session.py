@@ -413,7 +413,6 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     context = spark.sparkContext
-    gateway_client = context._gateway._gateway_client  # noqa: SLF001
 
     def cancel_jobs() -> None:
         try:
@@ -429,12 +428,14 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
         # Py4J's clean-up of the call this interrupts asks the JVM to shut down its socket,
         # and the JVM shuts down every Py4J connection (it matches the gateway's port, which
         # they all share): another thread's waiting call was sent again, and a connection
-        # opened just then failed ("Answer from Java side is empty"). Closed here, the
-        # connection is the only one to end, and Py4J's clean-up, finding it closed, sends
-        # nothing (tests/python/test_interrupted_session.py).
-        connection = gateway_client.get_thread_connection()
+        # opened just then failed ("Answer from Java side is empty"); with
+        # PYSPARK_PIN_THREAD=false the clean-up itself fails (AttributeError). Closed here,
+        # the connection is the only one to end, and Py4J's clean-up, finding no socket,
+        # does nothing (tests/python/test_interrupted_session.py).
+        connection = _interrupted_py4j_connection(frame)
         if connection is not None:
             connection.close()
+            connection.socket = None  # the pooled client's close() keeps it; the clean-up tests it
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
@@ -443,6 +444,21 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
         logger.removeFilter(_drop_py4j_interrupt_tracebacks)  # a session built again: added once
         if log_level.upper() not in _VERBOSE_LOG_LEVELS:
             logger.addFilter(_drop_py4j_interrupt_tracebacks)
+
+
+def _interrupted_py4j_connection(frame: Any) -> Any:
+    """The Py4J connection the interrupted thread was using, or ``None``: the innermost
+    frame's connection, as ``self`` (a connection's ``send_command``) or as ``connection``
+    (the client's ``send_command``, either side of that call)."""
+    from py4j.clientserver import ClientServerConnection
+    from py4j.java_gateway import GatewayConnection
+
+    while frame is not None:
+        for candidate in (frame.f_locals.get("self"), frame.f_locals.get("connection")):
+            if isinstance(candidate, (ClientServerConnection, GatewayConnection)):
+                return candidate
+        frame = frame.f_back
+    return None
 
 
 #: set by the first interrupt (:func:`cancel_jobs_on_interrupt`)

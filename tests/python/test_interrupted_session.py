@@ -60,8 +60,13 @@ print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
 
 
-def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path):
-    result, stderr = run_script_and_stderr(SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
+@pytest.mark.parametrize("pin_thread", ["true", "false"])
+def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path, pin_thread):
+    """``PYSPARK_PIN_THREAD=false``: Py4J's pooled client, which has no connection per
+    thread for the handler to close; the interrupt gets out all the same."""
+    result, stderr = run_script_and_stderr(
+        SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path, env={"PYSPARK_PIN_THREAD": pin_thread}
+    )
     assert result["outcome"] == "interrupted"
     # cancelled: no job is left (pyspark's handler left it running for its ten minutes)
     assert result["active_jobs"][-1] == [], result["active_jobs"]
@@ -114,14 +119,17 @@ print("RESULT " + json.dumps({"outcome": outcome, "arrived": arrived, "phase": p
 """
 
 
-def test_an_interrupt_leaves_another_threads_jvm_call_alone(tmp_path):
+@pytest.mark.parametrize("pin_thread", ["true", "false"])
+def test_an_interrupt_leaves_another_threads_jvm_call_alone(tmp_path, pin_thread):
     """py4j's own clean-up of an interrupted call sends the JVM a "shut down this socket"
     command, which the JVM applies to every Py4J connection (it matches the gateway's
     port, which they all share). A call another thread was waiting on lost its connection,
     and py4j sent it again (here: a second arrival, so the Phaser advanced on the helper's
     two arrivals alone); a connection opened just then failed to authenticate ("Answer
     from Java side is empty", after the first test's interrupt in a CI run)."""
-    result, stderr = run_script_and_stderr(OTHER_THREAD_SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path)
+    result, stderr = run_script_and_stderr(
+        OTHER_THREAD_SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path, env={"PYSPARK_PIN_THREAD": pin_thread}
+    )
     assert result["outcome"] == "interrupted"
     # the helper's one call arrived once, and waited on the main thread's arrival
     assert (result["arrived"], result["phase"]) == (1, 0), result
