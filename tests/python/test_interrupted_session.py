@@ -25,17 +25,18 @@ from own_session import REPO, run_script_and_stderr
 from udfs.session import set_aside_unfinished_metastore
 from udfs.warehouse_lock import WarehouseUnusableError
 
-#: a query whose one task sleeps far longer than the test waits, so only a cancel ends it;
-#: a helper thread interrupts the main thread once the job runs (the main thread is then
-#: inside the collect's JVM call), and the script then polls Spark's active jobs
-SCRIPT = """
+#: a session, and a query whose one task sleeps far longer than the test waits, so only a
+#: cancel ends it: a helper thread interrupts the main thread once the job runs (the main
+#: thread is then inside the collect's JVM call), and ``outcome`` says how the collect
+#: ended; ``{before}`` runs before the query, ``{after}`` after it
+INTERRUPTED_QUERY = """
 import json, os, signal, sys, threading, time
 from pathlib import Path
 from udfs.session import build_session
 
 spark = build_session(Path(sys.argv[1]))
 tracker = spark.sparkContext.statusTracker()
-
+{before}
 def interrupt_once_running():
     while not tracker.getActiveJobsIds():
         time.sleep(0.1)
@@ -47,6 +48,13 @@ try:
     outcome = "finished"
 except KeyboardInterrupt:
     outcome = "interrupted"
+{after}
+"""
+
+#: the interrupted query, then Spark's active jobs polled until none is left
+SCRIPT = INTERRUPTED_QUERY.format(
+    before="",
+    after="""
 polls = []
 for _ in range(120):
     polls.append(list(tracker.getActiveJobsIds()))
@@ -54,7 +62,8 @@ for _ in range(120):
         break
     time.sleep(0.5)
 print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=True)
-"""
+""",
+)
 
 
 ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
@@ -62,8 +71,9 @@ ENV = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO)}
 
 @pytest.mark.parametrize("pin_thread", ["true", "false"])
 def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path, pin_thread):
-    """``PYSPARK_PIN_THREAD=false``: Py4J's pooled client, which has no connection per
-    thread for the handler to close; the interrupt gets out all the same."""
+    """``PYSPARK_PIN_THREAD=false``: Py4J's pooled client, whose own clean-up of an
+    interrupted call failed (``AttributeError``: its connections have no
+    ``shutdown_socket``); the interrupt gets out all the same."""
     result, stderr = run_script_and_stderr(
         SCRIPT, str(tmp_path / "warehouse"), cwd=tmp_path, env={"PYSPARK_PIN_THREAD": pin_thread}
     )
@@ -76,13 +86,8 @@ def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path
 #: a helper thread waits in a JVM call (a Phaser of two parties: its one arrival holds it)
 #: while the main thread's query is interrupted; once the job is gone the script reads how
 #: many arrivals the Phaser has, then arrives itself to let the helper go
-OTHER_THREAD_SCRIPT = """
-import json, os, signal, sys, threading, time
-from pathlib import Path
-from udfs.session import build_session
-
-spark = build_session(Path(sys.argv[1]))
-tracker = spark.sparkContext.statusTracker()
+OTHER_THREAD_SCRIPT = INTERRUPTED_QUERY.format(
+    before="""
 phaser = spark._jvm.java.util.concurrent.Phaser(2)
 phases = []
 
@@ -93,18 +98,8 @@ helper = threading.Thread(target=wait_in_the_jvm, daemon=True)
 helper.start()
 while phaser.getArrivedParties() < 1:
     time.sleep(0.1)
-
-def interrupt_once_running():
-    while not tracker.getActiveJobsIds():
-        time.sleep(0.1)
-    os.kill(os.getpid(), signal.SIGINT)
-
-threading.Thread(target=interrupt_once_running, daemon=True).start()
-try:
-    spark.range(1).selectExpr("java_method('java.lang.Thread', 'sleep', bigint(600000)) as slept").collect()
-    outcome = "finished"
-except KeyboardInterrupt:
-    outcome = "interrupted"
+""",
+    after="""
 for _ in range(120):
     if not tracker.getActiveJobsIds():
         break
@@ -116,7 +111,8 @@ if phase == 0:
     phaser.arrive()
 helper.join(60)
 print("RESULT " + json.dumps({"outcome": outcome, "arrived": arrived, "phase": phase, "helper": phases}), flush=True)
-"""
+""",
+)
 
 
 @pytest.mark.parametrize("pin_thread", ["true", "false"])
