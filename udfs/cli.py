@@ -1,7 +1,8 @@
 """The ``cdc`` command: ``run``, ``serve``, ``export``, ``sql``, ``quarantine``.
 
 Exit status: 0 success, 1 the work failed (dbt, a query), 2 a configuration or usage
-error, 3 the warehouse is in use by another process, 130 interrupted (SIGINT).
+error, 3 the warehouse is in use by another process, 130 interrupted (SIGINT), 143
+stopped by SIGTERM.
 """
 
 from __future__ import annotations
@@ -43,26 +44,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-#: the exit status of a command stopped by SIGINT (Ctrl-C), as a shell's
-EXIT_INTERRUPTED = 130
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from pyspark.errors import PySparkRuntimeError
 
     from udfs.pipeline import RunInterruptedError
+    from udfs.session import interrupt_on_sigterm, interrupt_outcome
 
+    interrupt_on_sigterm()
     try:
         return _main(args)
     except RunInterruptedError as exc:
         print(f"cdc {args.command}: {exc}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupt_outcome()[1]
     except KeyboardInterrupt:
         # outside dbt (the session's start, the decode): a run commits nothing there
+        how, status = interrupt_outcome()
         then = "; the next run takes up its work" if args.command == "run" else ""
-        print(f"cdc {args.command}: interrupted{then}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"cdc {args.command}: {how}{then}", file=sys.stderr)
+        return status
     except PySparkRuntimeError as exc:
         if exc.getCondition() != "JAVA_GATEWAY_EXITED":
             raise

@@ -28,8 +28,8 @@ class PipelineError(RuntimeError):
 
 
 class RunInterruptedError(PipelineError):
-    """dbt stopped at an interrupt (SIGINT: Ctrl-C), which pyspark's handler turns into
-    a ``KeyboardInterrupt`` after it cancels Spark's jobs, and dbt into its result."""
+    """dbt stopped at an interrupt (SIGINT: Ctrl-C; SIGTERM), which the session's handler
+    turns into a ``KeyboardInterrupt`` after it cancels Spark's jobs, and dbt into its result."""
 
 
 @dataclass
@@ -164,8 +164,11 @@ def run_dbt(
         result = dbtRunner(callbacks=[keep_errors, *_fault_injection_callbacks(), *(callbacks or [])]).invoke(args)
     if not result.success:
         if isinstance(result.exception, KeyboardInterrupt):
+            from udfs.session import interrupt_outcome
+
             # each model commits alone, and the next run takes up what this one left
-            raise RunInterruptedError(f"interrupted while dbt {command} ran; the next run takes up its work")
+            how, _ = interrupt_outcome()
+            raise RunInterruptedError(f"{how} while dbt {command} ran; the next run takes up its work")
         raise PipelineError(_failure_message(result, command, errors))
     return result
 
@@ -188,14 +191,14 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 def _fault_injection_callbacks() -> list[Any]:
     """Crash tests set ``CDC_KILL_AFTER_NODE`` (e.g. ``model.cdc.changelog``): the process
     then kills itself with SIGKILL right after that dbt node finishes, which is a crash
-    between two models at a chosen place; with ``CDC_KILL_SIGNAL=INT``, it interrupts
-    itself there instead (SIGINT, a user's Ctrl-C)."""
+    between two models at a chosen place; with ``CDC_KILL_SIGNAL=INT`` or ``TERM``, it
+    interrupts itself there instead (SIGINT, a user's Ctrl-C; SIGTERM, a scheduler's stop)."""
     import signal
 
     node = os.environ.get("CDC_KILL_AFTER_NODE")
     if not node:
         return []
-    kill = signal.SIGINT if os.environ.get("CDC_KILL_SIGNAL") == "INT" else signal.SIGKILL
+    kill = {"INT": signal.SIGINT, "TERM": signal.SIGTERM}.get(os.environ.get("CDC_KILL_SIGNAL", ""), signal.SIGKILL)
 
     def kill_after(event: Any) -> None:
         if event.info.name == "NodeFinished" and event.data.node_info.unique_id == node:

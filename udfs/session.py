@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -392,7 +393,8 @@ CANCEL_WAIT_SECONDS = 10.0
 
 def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     """Replace pyspark's SIGINT handler (Ctrl-C) with one that cancels Spark's jobs from
-    a thread of its own, then raises ``KeyboardInterrupt``, as pyspark's does.
+    a thread of its own, then raises ``KeyboardInterrupt``, as pyspark's does; SIGTERM
+    gets the same handler (:func:`interrupt_on_sigterm`).
 
     pyspark's handler cancels from the interrupted thread. When that thread was waiting
     on the JVM (the landing listing, a metastore call, a query's collect), the cancel is
@@ -406,7 +408,6 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     another, pyspark's handler is not set either, and nothing changes.
     """
     import logging
-    import signal
 
     from py4j.protocol import Py4JError
 
@@ -421,7 +422,7 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
             pass
 
     def interrupt(signum: int, frame: Any) -> None:
-        _INTERRUPTED.set()
+        _note_interrupt(signum)
         canceller = threading.Thread(target=cancel_jobs, name="cdc-cancel-jobs", daemon=True)
         canceller.start()
         canceller.join(CANCEL_WAIT_SECONDS)
@@ -438,7 +439,8 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
             connection.socket = None  # the pooled client's close() keeps it; the clean-up tests it
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, interrupt)
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, interrupt)
     for name in _PY4J_LOGGERS:
         logger = logging.getLogger(name)
         logger.removeFilter(_drop_py4j_interrupt_tracebacks)  # a session built again: added once
@@ -461,8 +463,45 @@ def _interrupted_py4j_connection(frame: Any) -> Any:
     return None
 
 
+#: the signals that interrupt a command: Ctrl-C, and the stop of a scheduler or service
+#: manager (Airflow's timeout, Kubernetes, systemd, ``timeout``)
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM raises ``KeyboardInterrupt``, as SIGINT does, until a session sets its own
+    handler for both (:func:`cancel_jobs_on_interrupt`; a command through the server has
+    none). Python's default ends the process at once: a run through ``cdc serve`` left
+    its run lock, and every later run was refused until it was released by hand; an
+    interrupted run gives it back (tests/python/test_thrift_server.py)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        _note_interrupt(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def interrupt_outcome() -> tuple[str, int]:
+    """How a command ended by an interrupt says so, and its exit status (128 + the
+    signal's number, as a shell's): ``interrupted``, 130 for SIGINT (also when Python's
+    own handler raised it), ``stopped by SIGTERM``, 143 for SIGTERM."""
+    signum = _INTERRUPT_SIGNAL[0] if _INTERRUPT_SIGNAL else signal.SIGINT
+    if signum == signal.SIGINT:
+        return "interrupted", 128 + signum
+    return f"stopped by {signal.Signals(signum).name}", 128 + signum
+
+
+def _note_interrupt(signum: int) -> None:
+    _INTERRUPTED.set()
+    if not _INTERRUPT_SIGNAL:
+        _INTERRUPT_SIGNAL.append(signum)
+
+
 #: set by the first interrupt (:func:`cancel_jobs_on_interrupt`)
 _INTERRUPTED = threading.Event()
+#: the first interrupt's signal
+_INTERRUPT_SIGNAL: list[int] = []
 #: the loggers Py4J logs an interrupted call's tracebacks on: the root logger
 #: (``logging.exception`` in ``java_gateway``) and its modules' own
 _PY4J_LOGGERS = ("", "py4j.java_gateway", "py4j.clientserver")

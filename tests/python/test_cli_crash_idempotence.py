@@ -2,8 +2,9 @@
 
 * the README's main job on the shipped example (``examples/shop``);
 * a run with no new files changes nothing;
-* runs killed with SIGKILL, and one interrupted (SIGINT, Ctrl-C) in the middle of the
-  merge, then one full run, end exactly where one clean run ends.
+* runs killed with SIGKILL, one stopped by SIGTERM after the changelog's append and one
+  interrupted (SIGINT, Ctrl-C) in the middle of the merge, then one full run, end
+  exactly where one clean run ends.
   The clean run is serial (``dbt_threads: 1``), the others run dbt's nodes four at a
   time (the default): the same tables either way. The kills are taken in turn in one
   warehouse, each run starting from what the killed run before it left (a crash while
@@ -165,6 +166,15 @@ def test_sigkill_during_decode_between_models_and_at_a_random_time_and_a_sigint_
     # a fast machine may finish first (0), but the run must not fail.
     rc, err = _killed_run_in_own_group(work, {}, kill_after_s=float(os.environ.get("CDC_TEST_KILL_SECONDS", "30")))
     assert rc in (-signal.SIGKILL, 0), ("at a random time", rc, err)
+    # A scheduler's stop (SIGTERM: Airflow's timeout, Kubernetes) after the changelog's
+    # append: handled as a Ctrl-C, the run says so, exits 143 and gives back its run lock
+    # (Python's default ended the process at once, and the next run released the lock)
+    stop = {"CDC_KILL_AFTER_NODE": "model.cdc.changelog", "CDC_KILL_SIGNAL": "TERM"}
+    p = cdc(["run"], work, env=stop)
+    assert p.returncode == 143, (p.returncode, p.stderr[-3000:])
+    assert p.stderr.splitlines()[-1] == (
+        "cdc run: stopped by SIGTERM while dbt build ran; the next run takes up its work"
+    )
     # A user's Ctrl-C in the middle of the merge: pyspark cancels Spark's jobs and dbt
     # stops; the run says so in one line, exits as a shell's interrupted command does,
     # and gives back its run lock (the next run finds none to release).
@@ -173,6 +183,7 @@ def test_sigkill_during_decode_between_models_and_at_a_random_time_and_a_sigint_
     assert p.returncode == 130, (p.returncode, p.stderr[-3000:])
     assert p.stderr.splitlines()[-1] == "cdc run: interrupted while dbt build ran; the next run takes up its work"
     assert "cdc run failed" not in p.stderr, p.stderr[-3000:]
+    assert "released the run lock" not in p.stderr, p.stderr[-3000:]  # the stopped run's
     p = cdc(["run"], work)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "released the run lock" not in p.stderr, p.stderr[-3000:]

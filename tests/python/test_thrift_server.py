@@ -326,6 +326,28 @@ def test_cdc_run_goes_through_the_running_server(server):
     (work / "landing" / "shop_pg" / "customers-0004.jsonl").unlink()
 
 
+def test_a_sigterm_stops_a_run_through_the_server_and_gives_back_its_lock(server):
+    """A scheduler stops a command with SIGTERM (Airflow's timeout, Kubernetes,
+    ``timeout``). Python's default ended the process at once: a run through the server
+    left its run lock, and every later run through it was refused until the lock was
+    released by hand. Now the run stops as at a Ctrl-C, and the next one merges its file."""
+    work, port, _ = server
+    _run_example_unless_run(work, port)
+    landed = work / "landing" / "shop_pg" / "customers-0005.jsonl"
+    landed.write_text(NEW_EVENT.replace('"id":7', '"id":9'))
+    stop = {"CDC_KILL_AFTER_NODE": "model.cdc.changelog", "CDC_KILL_SIGNAL": "TERM"}
+    p = cdc(["run"], work, env=stop)
+    assert p.returncode == 143, (p.returncode, p.stderr[-3000:])
+    assert p.stderr.splitlines()[-1] == (
+        "cdc run: stopped by SIGTERM while dbt build ran; the next run takes up its work"
+    )
+    assert run_lock(port) is None
+    p = cdc(["run"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "released the run lock" not in p.stderr and "another run holds" not in p.stderr, p.stderr[-3000:]
+    assert "9" in [r["id"] for r in pyhive_rows(port)]
+
+
 def _served_marts(work: Path, port: int) -> list[str]:
     """The export lines expected of the served warehouse (running ``cdc run`` through the
     server first when no earlier test did): the example's, and any row an earlier test
