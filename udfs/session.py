@@ -487,20 +487,17 @@ def interrupt_outcome() -> tuple[str, int]:
     signal's number, as a shell's): ``interrupted``, 130 for SIGINT (also when Python's
     own handler raised it), ``stopped by SIGTERM``, 143 for SIGTERM."""
     signum = _INTERRUPT_SIGNAL[0] if _INTERRUPT_SIGNAL else signal.SIGINT
-    if signum == signal.SIGINT:
-        return "interrupted", 128 + signum
-    return f"stopped by {signal.Signals(signum).name}", 128 + signum
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    return how, 128 + signum
 
 
 def _note_interrupt(signum: int) -> None:
-    _INTERRUPTED.set()
     if not _INTERRUPT_SIGNAL:
         _INTERRUPT_SIGNAL.append(signum)
 
 
-#: set by the first interrupt (:func:`cancel_jobs_on_interrupt`)
-_INTERRUPTED = threading.Event()
-#: the first interrupt's signal
+#: the first interrupt's signal, once one came (both handlers: :func:`cancel_jobs_on_interrupt`,
+#: :func:`interrupt_on_sigterm`)
 _INTERRUPT_SIGNAL: list[int] = []
 #: the loggers Py4J logs an interrupted call's tracebacks on: the root logger
 #: (``logging.exception`` in ``java_gateway``) and its modules' own
@@ -511,7 +508,7 @@ def _drop_py4j_interrupt_tracebacks(record: Any) -> bool:
     """A log record to keep: any but Py4J's tracebacks of a JVM call an interrupt cut
     short, and of its clean-up after one (a connection whose JVM side was closed)."""
     error = record.exc_info[0] if record.exc_info else None
-    interrupted = error is not None and (issubclass(error, KeyboardInterrupt) or _INTERRUPTED.is_set())
+    interrupted = error is not None and (issubclass(error, KeyboardInterrupt) or bool(_INTERRUPT_SIGNAL))
     return not (interrupted and f"{os.sep}py4j{os.sep}" in record.pathname)
 
 
