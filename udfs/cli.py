@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.errors import PySparkRuntimeError
 
     from udfs.pipeline import RunInterruptedError
-    from udfs.session import interrupt_on_sigterm, interrupt_outcome
+    from udfs.session import interrupt_on_signals, interrupt_outcome
 
-    interrupt_on_sigterm()
+    interrupt_on_signals()
     try:
         return _main(args)
     except RunInterruptedError as exc:

@@ -130,6 +130,9 @@ def run_dbt(
     events (``dbtRunner``'s callbacks), whatever their log level."""
     from dbt.cli.main import dbtRunner
 
+    from udfs.session import start_resource_tracker_deaf_to_sighup
+
+    start_resource_tracker_deaf_to_sighup()
     dbt_dir = config.warehouse / "dbt"
     args = [
         command,
@@ -191,18 +194,29 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 def _fault_injection_callbacks() -> list[Any]:
     """Crash tests set ``CDC_KILL_AFTER_NODE`` (e.g. ``model.cdc.changelog``): the process
     then kills itself with SIGKILL right after that dbt node finishes, which is a crash
-    between two models at a chosen place; with ``CDC_KILL_SIGNAL=INT`` or ``TERM``, it
-    interrupts itself there instead (SIGINT, a user's Ctrl-C; SIGTERM, a scheduler's stop)."""
+    between two models at a chosen place; with ``CDC_KILL_SIGNAL=INT``, ``TERM`` or
+    ``HUP``, it interrupts itself there instead (SIGINT, a user's Ctrl-C; SIGTERM, a
+    scheduler's stop; SIGHUP, a closed terminal). With ``CDC_KILL_GROUP=1`` the signal
+    goes to the process's whole group, the JVM with it, as a scheduler's stop does (the
+    process must lead its group: the test's own group is not signalled)."""
     import signal
 
     node = os.environ.get("CDC_KILL_AFTER_NODE")
     if not node:
         return []
-    kill = {"INT": signal.SIGINT, "TERM": signal.SIGTERM}.get(os.environ.get("CDC_KILL_SIGNAL", ""), signal.SIGKILL)
+    kill = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "HUP": signal.SIGHUP}.get(
+        os.environ.get("CDC_KILL_SIGNAL", ""), signal.SIGKILL
+    )
+    group = os.environ.get("CDC_KILL_GROUP") == "1"
+    if group and os.getpgid(0) != os.getpid():
+        raise RuntimeError("CDC_KILL_GROUP=1: this process must lead its process group (start_new_session)")
 
     def kill_after(event: Any) -> None:
         if event.info.name == "NodeFinished" and event.data.node_info.unique_id == node:
-            os.kill(os.getpid(), kill)
+            if group:
+                os.killpg(0, kill)
+            else:
+                os.kill(os.getpid(), kill)
 
     return [kill_after]
 

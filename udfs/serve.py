@@ -14,7 +14,6 @@ the Thrift server's own authentication is configured (``spark:`` settings of
 from __future__ import annotations
 
 import ipaddress
-import signal
 import socket
 import sys
 import threading
@@ -121,9 +120,9 @@ def _wait_for_port(host: str, port: int, seconds: float = 120.0) -> None:
 
 
 def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: str | None = None) -> int:
-    """Start the session and the Thrift server; block until SIGINT or SIGTERM."""
+    """Start the session and the Thrift server; block until SIGINT, SIGTERM or SIGHUP."""
     from udfs.pipeline import release_run_lock, report_orphan_table_dirs_removed
-    from udfs.session import build_session
+    from udfs.session import build_session, handle_interrupt_signals
 
     check_bind(config, host)
     with hold(config.warehouse, "serve", host=host, port=port):
@@ -144,8 +143,7 @@ def serve(config: Config, host: str = "127.0.0.1", port: int = 10000, master: st
         release_run_lock(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], config, "cdc serve", sys.stdout)
         publish_settings(spark, config)
         stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+        handle_interrupt_signals(lambda *_: stop.set())
         thrift = spark._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2  # noqa: SLF001
         try:
             server = thrift.startWithSparkSession(spark._jsparkSession, False)  # noqa: SLF001

@@ -215,6 +215,37 @@ def _environment(changes: Mapping[str, str | None]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextmanager
+def _jvm_ignoring_stop_signals() -> Iterator[None]:
+    """The JVM pyspark starts meanwhile starts with SIGTERM and SIGHUP ignored, as
+    pyspark starts it with SIGINT ignored (its ``launch_gateway``, whose ``Popen`` this
+    wraps). A scheduler's stop (Airflow, systemd, ``timeout``) and a closed terminal
+    signal the command's whole process group, the JVM with it: the JVM ended at once,
+    and the command's own handling of the signal (:func:`cancel_jobs_on_interrupt`)
+    found no JVM to cancel its jobs or give back the run lock with. The JVM still ends
+    with the command: pyspark's gateway exits when its stdin closes."""
+    import pyspark.java_gateway as gateway
+
+    popen = gateway.Popen
+
+    def popen_ignoring_stop_signals(*args: Any, **kwargs: Any) -> Any:
+        pyspark_preexec = kwargs.get("preexec_fn")
+
+        def preexec() -> None:  # in the child, before it runs spark-submit: no window in this process
+            if pyspark_preexec is not None:
+                pyspark_preexec()
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+
+        return popen(*args, **{**kwargs, "preexec_fn": preexec})
+
+    gateway.Popen = popen_ignoring_stop_signals
+    try:
+        yield
+    finally:
+        gateway.Popen = popen
+
+
 #: Spark's fallback for a partition filter the Hive metastore fails on (see build_session).
 PARTITION_FILTER_FALLBACK = "spark.sql.hive.metastorePartitionPruningFallbackOnException"
 
@@ -318,7 +349,7 @@ def build_session(
     for name, value in conf.items():
         builder = builder.config(name, value)
     # the JVM (and the Python workers it starts) in a UTF-8 locale, whatever the caller's
-    with _environment({"PYSPARK_SUBMIT_ARGS": submit_args, **utf8_locale(os.environ)}):
+    with _environment({"PYSPARK_SUBMIT_ARGS": submit_args, **utf8_locale(os.environ)}), _jvm_ignoring_stop_signals():
         spark = builder.getOrCreate()
     if not master.startswith("local"):
         spark.sparkContext.addPyFile(str(package_zip(wh)))
@@ -394,7 +425,7 @@ CANCEL_WAIT_SECONDS = 10.0
 def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     """Replace pyspark's SIGINT handler (Ctrl-C) with one that cancels Spark's jobs from
     a thread of its own, then raises ``KeyboardInterrupt``, as pyspark's does; SIGTERM
-    gets the same handler (:func:`interrupt_on_sigterm`).
+    and SIGHUP get the same handler (:func:`handle_interrupt_signals`).
 
     pyspark's handler cancels from the interrupted thread. When that thread was waiting
     on the JVM (the landing listing, a metastore call, a query's collect), the cancel is
@@ -407,8 +438,6 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
     ``interrupted`` in one line. Only the main thread can set a signal handler; from
     another, pyspark's handler is not set either, and nothing changes.
     """
-    import logging
-
     from py4j.protocol import Py4JError
 
     if threading.current_thread() is not threading.main_thread():
@@ -421,11 +450,32 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
         except (Py4JError, AttributeError):  # the JVM gone, a stopped context: no job is left to cancel
             pass
 
+    handle_interrupt_signals(_interrupt_handler(cancel_jobs))
+    _drop_py4j_interrupt_tracebacks_unless_verbose(log_level)
+
+
+def interrupt_on_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` from the start of a
+    command, with the interrupted Py4J call closed and its tracebacks dropped (a session
+    started meanwhile: its JVM's calls), until a session sets its own handler, which also
+    cancels Spark's jobs (:func:`cancel_jobs_on_interrupt`; a command through the server
+    has none). Python's default for SIGTERM and SIGHUP ends the process at once: a run
+    through ``cdc serve`` left its run lock, and every later run was refused until it was
+    released by hand; an interrupted run gives it back (tests/python/test_thrift_server.py)."""
+    handle_interrupt_signals(_interrupt_handler())
+    _drop_py4j_interrupt_tracebacks_unless_verbose(os.environ.get("CDC_SPARK_LOG_LEVEL", "ERROR"))
+
+
+def _interrupt_handler(cancel_jobs: Any = None) -> Any:
+    """A signal handler that raises ``KeyboardInterrupt``, first running ``cancel_jobs``
+    (if any) in a thread of its own, for at most :data:`CANCEL_WAIT_SECONDS`."""
+
     def interrupt(signum: int, frame: Any) -> None:
         _note_interrupt(signum)
-        canceller = threading.Thread(target=cancel_jobs, name="cdc-cancel-jobs", daemon=True)
-        canceller.start()
-        canceller.join(CANCEL_WAIT_SECONDS)
+        if cancel_jobs is not None:
+            canceller = threading.Thread(target=cancel_jobs, name="cdc-cancel-jobs", daemon=True)
+            canceller.start()
+            canceller.join(CANCEL_WAIT_SECONDS)
         # Py4J's clean-up of the call this interrupts asks the JVM to shut down its socket,
         # and the JVM shuts down every Py4J connection (it matches the gateway's port, which
         # they all share): another thread's waiting call was sent again, and a connection
@@ -439,11 +489,15 @@ def cancel_jobs_on_interrupt(spark: Any, log_level: str) -> None:
             connection.socket = None  # the pooled client's close() keeps it; the clean-up tests it
         raise KeyboardInterrupt
 
-    for sig in INTERRUPT_SIGNALS:
-        signal.signal(sig, interrupt)
+    return interrupt
+
+
+def _drop_py4j_interrupt_tracebacks_unless_verbose(log_level: str) -> None:
+    import logging
+
     for name in _PY4J_LOGGERS:
         logger = logging.getLogger(name)
-        logger.removeFilter(_drop_py4j_interrupt_tracebacks)  # a session built again: added once
+        logger.removeFilter(_drop_py4j_interrupt_tracebacks)  # set again (a session built): added once
         if log_level.upper() not in _VERBOSE_LOG_LEVELS:
             logger.addFilter(_drop_py4j_interrupt_tracebacks)
 
@@ -463,29 +517,41 @@ def _interrupted_py4j_connection(frame: Any) -> Any:
     return None
 
 
-#: the signals that interrupt a command: Ctrl-C, and the stop of a scheduler or service
-#: manager (Airflow's timeout, Kubernetes, systemd, ``timeout``)
-INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the stop of a scheduler or service manager (Airflow's timeout, Kubernetes, systemd,
+#: ``timeout``), a closed terminal
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+#: the signals that interrupt a command: Ctrl-C and the stop signals
+INTERRUPT_SIGNALS = (signal.SIGINT, *STOP_SIGNALS)
 
 
-def interrupt_on_sigterm() -> None:
-    """SIGTERM raises ``KeyboardInterrupt``, as SIGINT does, until a session sets its own
-    handler for both (:func:`cancel_jobs_on_interrupt`; a command through the server has
-    none). Python's default ends the process at once: a run through ``cdc serve`` left
-    its run lock, and every later run was refused until it was released by hand; an
-    interrupted run gives it back (tests/python/test_thrift_server.py)."""
+def handle_interrupt_signals(handler: Any) -> None:
+    """``handler`` for the interrupt signals, but a stop signal this process was started
+    ignoring stays ignored (``nohup``'s SIGHUP: the command goes on, as asked). SIGINT
+    is taken whatever it was, as pyspark takes it."""
+    for sig in INTERRUPT_SIGNALS:
+        if sig == signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, handler)
 
-    def interrupt(signum: int, frame: Any) -> None:
-        _note_interrupt(signum)
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+def start_resource_tracker_deaf_to_sighup() -> None:
+    """Start multiprocessing's resource tracker (dbt's locks start it, a process in the
+    command's group) with SIGHUP blocked, which it keeps: Python's tracker ignores SIGINT
+    and SIGTERM only, so a closed terminal's SIGHUP to the group ended it, and dbt's next
+    lock started another, with a warning and tracebacks. A SIGHUP sent meanwhile waits
+    for this process's unblocking; nothing is lost."""
+    from multiprocessing import resource_tracker
+
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def interrupt_outcome() -> tuple[str, int]:
     """How a command ended by an interrupt says so, and its exit status (128 + the
     signal's number, as a shell's): ``interrupted``, 130 for SIGINT (also when Python's
-    own handler raised it), ``stopped by SIGTERM``, 143 for SIGTERM."""
+    own handler raised it), ``stopped by SIGTERM``, 143, ``stopped by SIGHUP``, 129."""
     signum = _INTERRUPT_SIGNAL[0] if _INTERRUPT_SIGNAL else signal.SIGINT
     how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
     return how, 128 + signum
@@ -496,8 +562,7 @@ def _note_interrupt(signum: int) -> None:
         _INTERRUPT_SIGNAL.append(signum)
 
 
-#: the first interrupt's signal, once one came (both handlers: :func:`cancel_jobs_on_interrupt`,
-#: :func:`interrupt_on_sigterm`)
+#: the first interrupt's signal, once one came (:func:`_interrupt_handler`)
 _INTERRUPT_SIGNAL: list[int] = []
 #: the loggers Py4J logs an interrupted call's tracebacks on: the root logger
 #: (``logging.exception`` in ``java_gateway``) and its modules' own

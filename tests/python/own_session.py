@@ -24,8 +24,12 @@ def run_script(script: str, *args: str, cwd: Path, env: dict[str, str] | None = 
     return run_script_and_stderr(script, *args, cwd=cwd, env=env)[0]
 
 
-def run_script_and_stderr(script: str, *args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[Any, str]:
-    """:func:`run_script`'s JSON, and the script's stderr (for what it printed there)."""
+def run_script_and_stderr(
+    script: str, *args: str, cwd: Path, env: dict[str, str] | None = None, own_process_group: bool = False
+) -> tuple[Any, str]:
+    """:func:`run_script`'s JSON, and the script's stderr (for what it printed there);
+    ``own_process_group``: the script leads a process group of its own (one it signals
+    whole, its JVM with it, leaves the test's alone)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO), **(env or {})}
     p = subprocess.run(
         [sys.executable, "-c", script, *args],
@@ -34,6 +38,7 @@ def run_script_and_stderr(script: str, *args: str, cwd: Path, env: dict[str, str
         capture_output=True,
         text=True,
         timeout=600,
+        start_new_session=own_process_group,
     )
     assert p.returncode == 0, p.stderr[-3000:]
     (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]

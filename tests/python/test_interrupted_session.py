@@ -27,8 +27,9 @@ from udfs.warehouse_lock import WarehouseUnusableError
 
 #: a session, and a query whose one task sleeps far longer than the test waits, so only a
 #: cancel ends it: a helper thread interrupts the main thread once the job runs (the main
-#: thread is then inside the collect's JVM call), and ``outcome`` says how the collect
-#: ended; ``{before}`` runs before the query, ``{after}`` after it
+#: thread is then inside the collect's JVM call; ``{interrupt}``, Ctrl-C unless given),
+#: and ``outcome`` says how the collect ended; ``{before}`` runs before the query,
+#: ``{after}`` after it
 INTERRUPTED_QUERY = """
 import json, os, signal, sys, threading, time
 from pathlib import Path
@@ -40,7 +41,7 @@ tracker = spark.sparkContext.statusTracker()
 def interrupt_once_running():
     while not tracker.getActiveJobsIds():
         time.sleep(0.1)
-    os.kill(os.getpid(), signal.SIGINT)
+    {interrupt}
 
 threading.Thread(target=interrupt_once_running, daemon=True).start()
 try:
@@ -51,18 +52,23 @@ except KeyboardInterrupt:
 {after}
 """
 
-#: the interrupted query, then Spark's active jobs polled until none is left
-SCRIPT = INTERRUPTED_QUERY.format(
-    before="",
-    after="""
+#: how the query is interrupted unless a test says otherwise: Ctrl-C, to this process
+CTRL_C = "os.kill(os.getpid(), signal.SIGINT)"
+
+#: after the interrupted query: Spark's active jobs polled until none is left
+POLL_JOBS = """
 polls = []
 for _ in range(120):
     polls.append(list(tracker.getActiveJobsIds()))
     if not polls[-1]:
         break
     time.sleep(0.5)
-print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=True)
-""",
+"""
+#: the interrupted query, then the polled jobs
+SCRIPT = INTERRUPTED_QUERY.format(
+    before="",
+    interrupt=CTRL_C,
+    after=POLL_JOBS + 'print("RESULT " + json.dumps({"outcome": outcome, "active_jobs": polls}), flush=True)',
 )
 
 
@@ -87,6 +93,7 @@ def test_an_interrupt_during_a_query_cancels_its_job_without_tracebacks(tmp_path
 #: while the main thread's query is interrupted; once the job is gone the script reads how
 #: many arrivals the Phaser has, then arrives itself to let the helper go
 OTHER_THREAD_SCRIPT = INTERRUPTED_QUERY.format(
+    interrupt=CTRL_C,
     before="""
 phaser = spark._jvm.java.util.concurrent.Phaser(2)
 phases = []
@@ -132,6 +139,107 @@ def test_an_interrupt_leaves_another_threads_jvm_call_alone(tmp_path, pin_thread
     # and its call returned (the phase it advanced to) once the main thread arrived
     assert result["helper"] == [1], result
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+#: the query interrupted by a signal to the script's whole process group (its JVM in it), as
+#: a scheduler stops a command (Airflow, systemd, ``timeout``) and a closed terminal does;
+#: the signal's default disposition, as a shell starts a command; then, once the job is
+#: gone, one more query: the JVM it needs must still run
+GROUP_SIGNAL_SCRIPT = """
+import signal
+signal.signal(signal.SIG{name}, signal.SIG_DFL)
+""" + INTERRUPTED_QUERY.format(
+    before="",
+    interrupt="os.killpg(0, signal.SIG{name})",
+    after=POLL_JOBS
+    + """
+from udfs.session import interrupt_outcome
+after = spark.sql("select 41 + 1 as answer").collect()[0].answer
+print("RESULT " + json.dumps({{"outcome": outcome, "active_jobs": polls, "after": after,
+      "how": interrupt_outcome()}}), flush=True)
+""",
+)
+
+
+@pytest.mark.parametrize("name, how", [("TERM", ["stopped by SIGTERM", 143]), ("HUP", ["stopped by SIGHUP", 129])])
+def test_a_stop_signal_to_the_process_group_interrupts_as_ctrl_c_and_leaves_the_jvm_running(tmp_path, name, how):
+    """The JVM was signalled too and ended at once (SIGTERM and SIGHUP end a JVM, which
+    runs its shutdown hooks): nothing was left to cancel the job with, or to give back a
+    run lock with. It starts ignoring them now (``udfs.session._jvm_ignoring_stop_signals``),
+    as pyspark starts it ignoring SIGINT, and ends with the process still."""
+    result, stderr = run_script_and_stderr(
+        GROUP_SIGNAL_SCRIPT.format(name=name), str(tmp_path / "warehouse"), cwd=tmp_path, own_process_group=True
+    )
+    assert result["outcome"] == "interrupted"
+    assert result["active_jobs"][-1] == [], result["active_jobs"]
+    assert result["after"] == 42
+    assert result["how"] == how
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+#: SIGTERM to a command whose session has not yet set its handler (``cdc``'s own, set as it
+#: starts: a session starting), while the main thread waits in a JVM call (a Phaser of
+#: two parties); then one more JVM call on a new connection
+EARLY_SIGTERM_SCRIPT = """
+import json, os, signal, threading, time
+from udfs.session import interrupt_on_signals, interrupt_outcome
+
+interrupt_on_signals()
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+phaser = spark._jvm.java.util.concurrent.Phaser(2)
+
+def stop_once_waiting():
+    while phaser.getArrivedParties() < 1:
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=stop_once_waiting, daemon=True).start()
+try:
+    phaser.arriveAndAwaitAdvance()
+    outcome = "finished"
+except KeyboardInterrupt:
+    outcome = "interrupted"
+after = spark.range(3).count()
+phaser.arrive()
+print("RESULT " + json.dumps({"outcome": outcome, "after": after, "how": interrupt_outcome()}), flush=True)
+"""
+
+
+def test_a_sigterm_before_the_session_sets_its_handler_interrupts_a_jvm_call_without_tracebacks(tmp_path):
+    """``cdc``'s first handler (``udfs.session.interrupt_on_signals``) raised
+    ``KeyboardInterrupt`` and no more: a signal while a session started printed Py4J's
+    tracebacks of the interrupted call, and of its clean-up (``BrokenPipeError``)."""
+    result, stderr = run_script_and_stderr(EARLY_SIGTERM_SCRIPT, cwd=tmp_path)
+    assert result == {"outcome": "interrupted", "after": 3, "how": ["stopped by SIGTERM", 143]}
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+#: a command started as ``nohup`` starts it (SIGHUP ignored), then sent SIGHUP and SIGTERM
+NOHUP_SCRIPT = """
+import json, os, signal, time
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+from udfs.session import interrupt_on_signals, interrupt_outcome
+
+interrupt_on_signals()
+outcome = []
+for sig in (signal.SIGHUP, signal.SIGTERM):
+    try:
+        os.kill(os.getpid(), sig)
+        time.sleep(1)  # a handler runs before this ends
+        outcome.append("went on")
+    except KeyboardInterrupt:
+        outcome.append("stopped")
+ignored = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+print("RESULT " + json.dumps({"outcome": outcome, "hup_ignored": ignored, "how": interrupt_outcome()}), flush=True)
+"""
+
+
+def test_a_command_started_ignoring_sighup_keeps_ignoring_it(tmp_path):
+    """``nohup cdc run``: a closed terminal's SIGHUP must not stop it; SIGTERM still does."""
+    result, _ = run_script_and_stderr(NOHUP_SCRIPT, cwd=tmp_path)
+    assert result == {"outcome": ["went on", "stopped"], "hup_ignored": True, "how": ["stopped by SIGTERM", 143]}
 
 
 #: a session on a warehouse (its first), its databases listed
