@@ -92,8 +92,8 @@ def make_config(tmp_path: Path):
 
 
 # The suite's longest files: the minutes each took on its worker in a full run of the
-# suite on this 2-core machine (2026-12-06 01:15 UTC, `.ci/run` of bd4832e in a fresh
-# clone, nothing else running: 98.2 worker-minutes, the workers busy 49.3 and 48.9 of
+# suite on this 2-core machine (2026-12-06 22:29 UTC, `.ci/run` of 6815004 in a fresh
+# clone, nothing else running: 123.7 worker-minutes, the workers busy 61.7 and 62.0 of
 # them; every file of a minute or more). scripts/test.sh gives each of two workers one
 # file at a time, in the collected order (--dist loadfile --no-loadscope-reorder): these
 # files are collected first, longest first, so that the run does not end with one worker
@@ -103,31 +103,34 @@ def make_config(tmp_path: Path):
 # minutes (every run prints each file's minutes and each worker's at its end:
 # `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
-    "test_thrift_server.py": 9.4,
-    "test_key_moves.py": 9.4,
-    "test_cli_crash_idempotence.py": 9.0,
-    "test_bench_smoke.py": 8.9,
-    "test_changelog_compaction.py": 8.4,
-    "test_differential.py": 5.9,
-    "test_merge_segments.py": 5.9,
-    "test_conformance_debezium.py": 3.5,
-    "test_run_java_options.py": 3.2,
-    "test_conformance_canal.py": 3.0,
-    "test_hostile_input.py": 2.5,
-    "test_audit.py": 2.5,
-    "test_state_columns.py": 2.1,
-    "test_large_landing_file.py": 2.0,
-    "test_conformance_arcion.py": 1.9,
-    "test_long_history.py": 1.9,
-    "test_quarantine_retry.py": 1.8,
-    "test_decode_spread.py": 1.7,
+    "test_thrift_server.py": 11.5,
+    "test_cli_crash_idempotence.py": 10.3,
+    "test_key_moves.py": 10.1,
+    "test_bench_smoke.py": 8.8,
+    "test_changelog_compaction.py": 8.6,
+    "test_differential.py": 7.6,
+    "test_merge_segments.py": 7.0,
+    "test_conformance_canal.py": 4.6,
+    "test_run_java_options.py": 4.3,
+    "test_audit.py": 3.9,
+    "test_conformance_debezium.py": 3.6,
+    "test_hostile_input.py": 3.4,
+    "test_quarantine_retry.py": 2.6,
+    "test_state_columns.py": 2.5,
+    "test_large_landing_file.py": 2.3,
+    "test_long_history.py": 2.2,
+    "test_decode_spread.py": 2.2,
+    "test_run_test_scope.py": 2.2,
+    "test_conformance_arcion.py": 2.1,
+    "test_cli_errors.py": 2.0,
+    "test_dbt_run_flags.py": 1.9,
+    "test_driver_java_options.py": 1.8,
     "test_loaded_at_watermarks.py": 1.7,
-    "test_run_test_scope.py": 1.6,
-    "test_session_settings.py": 1.3,
-    "test_properties.py": 1.1,
-    "test_driver_java_options.py": 1.0,
-    "test_compressed_landing_files.py": 1.0,
-    "test_schema_evolution.py": 1.0,
+    "test_session_settings.py": 1.7,
+    "test_properties.py": 1.7,
+    "test_compressed_landing_files.py": 1.6,
+    "test_interrupted_session.py": 1.4,
+    "test_ddl_log_failure.py": 1.4,
 }
 
 TESTS_DIR = Path(__file__).resolve().parent
