@@ -1,6 +1,7 @@
-"""Sessions cut short: Ctrl-C while a query runs, a first run stopped while Derby created
-the metastore. Each runs in a process of its own (the signal goes to it; the metastore is
-read as the session starts).
+"""Sessions cut short: Ctrl-C while a query runs, SIGTERM and SIGHUP to the whole process
+group (a scheduler's stop, a closed terminal) and before the session's handler is set, a
+first run stopped while Derby created the metastore. Each runs in a process of its own
+(the signal goes to it; the metastore is read as the session starts).
 
 Ctrl-C (SIGINT) while the main thread waits on the JVM: the job is cancelled, and the
 interrupt gets out without Py4J's tracebacks (``udfs.session.cancel_jobs_on_interrupt``).
