@@ -3,12 +3,14 @@ user runs it (its own process: JVM, Spark session, dbt) over the shipped example
 (``examples/shop``, 2 files, 6 changes), then again with no new files.
 
 ``python -m bench.run_overhead [--threads 1,4] [--java-options "A;B"] [--small-run-max-bytes 0,N]
-[--rounds 2] [--out FILE.json]``
+[--class-archive on,off] [--rounds 2] [--out FILE.json]``
 
 A variant is a dbt thread count with a set of JVM options (``--java-options``, passed in
 ``JDK_JAVA_OPTIONS``; an empty set adds none) and a ``small_run_max_bytes`` (written to
 the copy's ``cdc.yml``; 0: the run keeps the JVM's defaults, above the example's bytes:
-it chooses the short-lived options; not given: the setting's default). Each round runs every variant
+it chooses the short-lived options; not given: the setting's default) and the class
+archive on or off (``--class-archive``: the set-up's archive of Spark's classes,
+``udfs/class_archive.py``, or ``CDC_CLASS_ARCHIVE`` empty; not given: as set up). Each round runs every variant
 in turn on a fresh copy of the example (the machine is shared and noisy: the variants
 take turns, and the best of the rounds is kept). Per run: the process's wall time, the
 CPU seconds of its JVM (read from ``/proc`` while it runs: the JVM is not waited for by
@@ -35,6 +37,7 @@ from typing import Any
 
 from bench.dbt_nodes import node_times
 from bench.memory import sample_jvm_cpu
+from udfs.class_archive import ARCHIVE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = ("first run", "no new files")
@@ -60,11 +63,13 @@ def start_cdc(work: Path, env: dict[str, str], *args: str) -> subprocess.Popen[s
     )
 
 
-def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
+def _cdc_run(work: Path, java_options: str, class_archive: str | None = None) -> dict[str, float]:
     env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     env.pop("JDK_JAVA_OPTIONS", None)
     if java_options:
         env["JDK_JAVA_OPTIONS"] = java_options
+    if class_archive == "off":
+        env[ARCHIVE_ENV] = ""
     t0 = time.perf_counter()
     proc = start_cdc(work, env, "run")
     sampler, last = sample_jvm_cpu(proc)
@@ -89,9 +94,13 @@ def _cdc_run(work: Path, java_options: str) -> dict[str, float]:
     }
 
 
-def variant_label(threads: int, java_options: str, small_run_max_bytes: int | None = None) -> str:
+def variant_label(
+    threads: int, java_options: str, small_run_max_bytes: int | None = None, class_archive: str | None = None
+) -> str:
     label = f"{threads} thread(s), {java_options or 'no JDK_JAVA_OPTIONS'}"
-    return label if small_run_max_bytes is None else f"{label}, small_run_max_bytes {small_run_max_bytes}"
+    if small_run_max_bytes is not None:
+        label += f", small_run_max_bytes {small_run_max_bytes}"
+    return label if class_archive is None else f"{label}, class archive {class_archive}"
 
 
 def measure(
@@ -100,13 +109,20 @@ def measure(
     rounds: int,
     example: Path,
     small_run_max_bytes: list[int | None] | None = None,
+    class_archive: list[str | None] | None = None,
 ) -> dict[str, Any]:
-    variants = [(n, opts, limit) for limit in small_run_max_bytes or [None] for opts in java_options for n in threads]
+    variants = [
+        (n, opts, limit, archive)
+        for archive in class_archive or [None]
+        for limit in small_run_max_bytes or [None]
+        for opts in java_options
+        for n in threads
+    ]
     best: dict[str, dict[str, dict[str, float]]] = {variant_label(*v): {} for v in variants}
     with tempfile.TemporaryDirectory(prefix="cdc-run-overhead-") as tmp:
         for r in range(rounds):
-            for i, (n, opts, limit) in enumerate(variants):
-                label = variant_label(n, opts, limit)
+            for i, (n, opts, limit, archive) in enumerate(variants):
+                label = variant_label(n, opts, limit, archive)
                 work = Path(tmp) / f"r{r}-v{i}"
                 shutil.copytree(example, work, ignore=shutil.ignore_patterns(".cdc"))
                 with (work / "cdc.yml").open("a", encoding="utf-8") as f:
@@ -114,7 +130,7 @@ def measure(
                     if limit is not None:
                         f.write(f"small_run_max_bytes: {limit}\n")
                 for run in RUNS:
-                    got = _cdc_run(work, opts)
+                    got = _cdc_run(work, opts, archive)
                     print(f"round {r + 1}, {label}, {run}: {got}", file=sys.stderr)
                     kept = best[label].get(run)
                     if kept is None or got["wall_s"] < kept["wall_s"]:
@@ -162,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         help="values of cdc.yml's small_run_max_bytes separated by ',' (0: the JVM's defaults; default: the "
         "setting's default only)",
     )
+    p.add_argument(
+        "--class-archive", help="on, off or both ('on,off'): the set-up's class archive (default: as set up)"
+    )
     p.add_argument("--rounds", type=int, default=2, help="rounds, best kept (default %(default)s)")
     p.add_argument("--example", default=str(REPO / "examples" / "shop"), help="project folder with a cdc.yml")
     p.add_argument("--out", help="also write the figures to this JSON file")
@@ -169,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     threads = [int(t) for t in args.threads.split(",")]
     java_options = [opts.strip() for opts in args.java_options.split(";")]
     limits = [int(n) for n in args.small_run_max_bytes.split(",")] if args.small_run_max_bytes else None
-    res = measure(threads, java_options, args.rounds, Path(args.example).resolve(), limits)
+    archives = args.class_archive.split(",") if args.class_archive else None
+    if archives and not set(archives) <= {"on", "off"}:
+        p.error("--class-archive takes on, off or both")
+    res = measure(threads, java_options, args.rounds, Path(args.example).resolve(), limits, archives)
     print(table(res))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")

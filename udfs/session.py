@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from udfs.class_archive import class_archive_java_options
 from udfs.config import Config
 
 #: Spark's driver logging for the ``cdc`` commands (quiet start-up, warnings kept).
@@ -311,6 +312,9 @@ def build_session(
     # a properties file Java refuses raises here, naming it (spark-submit's error does not)
     from_file = None if arguments is None else submitted_properties(arguments, os.environ).get(DRIVER_JAVA_OPTIONS)
     user_java_options = " ".join(part for part in (from_file, conf.pop(DRIVER_JAVA_OPTIONS, None), submitted) if part)
+    # Spark's classes mapped from the set-up's archive (udfs/class_archive.py): before the
+    # run's options and the user's, so that a user's -Xshare:off still wins
+    run_java_options = " ".join(filter(None, [class_archive_java_options(), run_java_options.strip()]))
     builder = (
         SparkSession.builder.appName("cdc")
         .master(master)

@@ -30,6 +30,15 @@ def run_script_and_stderr(
     """:func:`run_script`'s JSON, and the script's stderr (for what it printed there);
     ``own_process_group``: the script leads a process group of its own (one it signals
     whole, its JVM with it, leaves the test's alone)."""
+    result, _, stderr = run_script_and_output(script, *args, cwd=cwd, env=env, own_process_group=own_process_group)
+    return result, stderr
+
+
+def run_script_and_output(
+    script: str, *args: str, cwd: Path, env: dict[str, str] | None = None, own_process_group: bool = False
+) -> tuple[Any, str, str]:
+    """:func:`run_script_and_stderr`'s, with the script's stdout besides (where the JVM
+    writes its own warnings)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(REPO), **(env or {})}
     p = subprocess.run(
         [sys.executable, "-c", script, *args],
@@ -42,4 +51,4 @@ def run_script_and_stderr(
     )
     assert p.returncode == 0, p.stderr[-3000:]
     (line,) = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    return json.loads(line.removeprefix("RESULT ")), p.stderr
+    return json.loads(line.removeprefix("RESULT ")), p.stdout, p.stderr

@@ -1,0 +1,136 @@
+"""Spark's classes as a class-data-sharing archive (JDK 13+ "dynamic CDS"), so that a
+driver JVM maps the ~18,000 classes a run loads from one file instead of reading,
+parsing and verifying each from its jar: the JVM's start with its Hive metastore, a
+table written and read, took 8-10 CPU-s instead of 17-19 here (BENCHMARKS.md, "Class
+archive").
+
+``scripts/setup.sh`` makes it (``python -m udfs.class_archive``): one ``cdc run`` of the
+shipped example in a JVM started with ``-XX:ArchiveClassesAtExit``, the archive it
+writes as it exits checked with ``-Xshare:on`` against the driver's class path and moved
+into place; again only when the check fails (another JDK, other jars). Every session
+:func:`udfs.session.build_session` starts then names it (:func:`class_archive_java_options`),
+before the run's and the user's options: a user's ``-Xshare:off`` still wins.
+
+Where: ``<sys.prefix>/share/cdc/spark-classes.jsa`` (the virtual environment's), or
+``CDC_CLASS_ARCHIVE`` (empty: none). Why checked at set-up and not at each start: an
+archive the JVM cannot use (a JDK upgraded since) makes it drop the JDK's own archive
+too, so a stale file costs a little more than none; it is never wrong, only slower.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: the archive's path, instead of the virtual environment's (empty: no archive)
+ARCHIVE_ENV = "CDC_CLASS_ARCHIVE"
+#: the example run that loads the classes a run needs
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "shop"
+
+
+def archive_path() -> Path | None:
+    """The class archive's path (it may not exist yet), or ``None`` when turned off."""
+    value = os.environ.get(ARCHIVE_ENV)
+    if value is None:
+        return Path(sys.prefix) / "share" / "cdc" / "spark-classes.jsa"
+    return Path(value) if value else None
+
+
+def _facts_path(archive: Path) -> Path:
+    """What the archive was made with: the JVM's home and the driver's class path."""
+    return archive.with_suffix(".json")
+
+
+def class_archive_java_options() -> str:
+    """The driver JVM's options that map the archive, or ``""`` when there is none.
+
+    The JVM reads a ``:`` in ``SharedArchiveFile`` as two archives' separator, so an
+    archive path holding one is not named. Its messages about an archive it cannot use
+    are turned off (``-Xlog``): the run goes on without it, as without the option.
+    """
+    path = archive_path()
+    if path is None or ":" in str(path) or not path.is_file():
+        return ""
+    return shlex.join([f"-XX:SharedArchiveFile={path}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"])
+
+
+def archive_usable(archive: Path) -> bool:
+    """Whether the JVM the archive was made with maps it for the driver's class path."""
+    try:
+        facts = json.loads(_facts_path(archive).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return _jvm_maps(archive, facts)
+
+
+def _jvm_maps(archive: Path, facts: dict[str, str]) -> bool:
+    """Whether ``facts``' JVM maps ``archive`` for their class path (``-Xshare:on`` fails
+    the JVM's start when it cannot)."""
+    java = Path(facts.get("java_home", "")) / "bin" / "java"
+    if not archive.is_file() or not java.is_file() or "class_path" not in facts:
+        return False
+    check = [str(java), "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", facts["class_path"], "-version"]
+    return subprocess.run(check, capture_output=True, timeout=120).returncode == 0
+
+
+def make_class_archive(archive: Path) -> None:
+    """Run the example once in a JVM that writes its classes to ``archive`` as it exits.
+
+    The run works on a copy of the example in a temporary folder; the archive is written
+    beside ``archive`` and moved into place once the JVM has exited and the archive is
+    usable, so a process that starts meanwhile never maps a half-written file.
+    """
+    from pyspark import SparkContext
+
+    from udfs.config import load_config
+    from udfs.pipeline import run_pipeline
+    from udfs.session import build_session
+
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f".{archive.name}.{os.getpid()}")
+    with tempfile.TemporaryDirectory(prefix="cdc-class-archive-") as work:
+        example = Path(work) / "example"
+        shutil.copytree(EXAMPLE, example)
+        config = load_config(example / "cdc.yml")
+        dump = shlex.join([f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"])
+        spark = build_session(config, run_java_options=dump)
+        system = spark.sparkContext._jvm.System
+        facts = {"java_home": system.getProperty("java.home"), "class_path": system.getProperty("java.class.path")}
+        run_pipeline(config, spark=spark)
+        # the JVM writes the archive as it exits, which it does when its stdin closes
+        gateway = SparkContext._gateway
+        process = gateway.proc
+        spark.stop()
+        gateway.shutdown()
+        process.stdin.close()
+        process.wait(timeout=300)
+    if not _jvm_maps(partial, facts):
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"the example's JVM wrote no archive it can map ({partial})")
+    _facts_path(archive).write_text(json.dumps(facts), encoding="utf-8")
+    os.replace(partial, archive)
+
+
+def main() -> int:
+    """Make the archive unless the one there is usable; say which."""
+    archive = archive_path()
+    if archive is None:
+        print(f"class archive: off ({ARCHIVE_ENV} is empty)")
+        return 0
+    if archive_usable(archive):
+        print(f"class archive: {archive} is up to date")
+        return 0
+    os.environ[ARCHIVE_ENV] = ""  # the example's run must not map an archive it replaces
+    make_class_archive(archive)
+    print(f"class archive: made {archive}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
