@@ -42,7 +42,7 @@ def archive_path() -> Path | None:
     return Path(value) if value else None
 
 
-def _facts_path(archive: Path) -> Path:
+def facts_path(archive: Path) -> Path:
     """What the archive was made with: the JVM's home and the driver's class path."""
     return archive.with_suffix(".json")
 
@@ -63,7 +63,7 @@ def class_archive_java_options() -> str:
 def archive_usable(archive: Path) -> bool:
     """Whether the JVM the archive was made with maps it for the driver's class path."""
     try:
-        facts = json.loads(_facts_path(archive).read_text(encoding="utf-8"))
+        facts = json.loads(facts_path(archive).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return _jvm_maps(archive, facts)
@@ -93,7 +93,9 @@ def make_class_archive(archive: Path) -> None:
     from udfs.session import build_session
 
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = archive.with_name(f".{archive.name}.{os.getpid()}")
+    # one name: a set-up that failed leaves at most one (its JVM writes it as it exits)
+    partial = archive.with_name(f".{archive.name}.partial")
+    partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="cdc-class-archive-") as work:
         example = Path(work) / "example"
         shutil.copytree(EXAMPLE, example)
@@ -113,7 +115,7 @@ def make_class_archive(archive: Path) -> None:
     if not _jvm_maps(partial, facts):
         partial.unlink(missing_ok=True)
         raise RuntimeError(f"the example's JVM wrote no archive it can map ({partial})")
-    _facts_path(archive).write_text(json.dumps(facts), encoding="utf-8")
+    facts_path(archive).write_text(json.dumps(facts), encoding="utf-8")
     os.replace(partial, archive)
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from own_session import run_script_and_output
 
-from udfs.class_archive import ARCHIVE_ENV, archive_path, archive_usable, class_archive_java_options, main
+from udfs.class_archive import (
+    ARCHIVE_ENV,
+    archive_path,
+    archive_usable,
+    class_archive_java_options,
+    facts_path,
+    main,
+)
 
 # A session of its own, its JVM logging where each class came from; prints how many
 # came from the class archive ("shared objects file (top)": the archive on top of the
@@ -88,7 +95,7 @@ def test_no_archive_or_one_the_jvm_cannot_map_leaves_the_session_as_without_it(t
     elif archive == "another class path's":
         # Spark's launcher alone, its main class run (it fails without arguments, after
         # loading its classes, which the archive then holds with that class path)
-        facts = json.loads(archive_path().with_suffix(".json").read_text())
+        facts = json.loads(facts_path(archive_path()).read_text())
         (launcher,) = [jar for jar in facts["class_path"].split(":") if "/spark-launcher_" in jar]
         java = Path(facts["java_home"]) / "bin" / "java"
         dump = [str(java), f"-XX:ArchiveClassesAtExit={path}", "-cp", launcher, "org.apache.spark.launcher.Main"]
