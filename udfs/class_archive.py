@@ -30,6 +30,8 @@ from pathlib import Path
 
 #: the archive's path, instead of the virtual environment's (empty: no archive)
 ARCHIVE_ENV = "CDC_CLASS_ARCHIVE"
+#: the JVM's messages about an archive (one it cannot map, the one it writes) turned off
+QUIET_ARCHIVE_OPTIONS = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 #: the example run that loads the classes a run needs
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "shop"
 
@@ -57,7 +59,7 @@ def class_archive_java_options() -> str:
     path = archive_path()
     if path is None or ":" in str(path) or not path.is_file():
         return ""
-    return shlex.join([f"-XX:SharedArchiveFile={path}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"])
+    return shlex.join([f"-XX:SharedArchiveFile={path}", *QUIET_ARCHIVE_OPTIONS])
 
 
 def archive_usable(archive: Path) -> bool:
@@ -100,7 +102,7 @@ def make_class_archive(archive: Path) -> None:
         example = Path(work) / "example"
         shutil.copytree(EXAMPLE, example)
         config = load_config(example / "cdc.yml")
-        dump = shlex.join([f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"])
+        dump = shlex.join([f"-XX:ArchiveClassesAtExit={partial}", *QUIET_ARCHIVE_OPTIONS])
         spark = build_session(config, run_java_options=dump)
         system = spark.sparkContext._jvm.System
         facts = {"java_home": system.getProperty("java.home"), "class_path": system.getProperty("java.class.path")}
