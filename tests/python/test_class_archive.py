@@ -1,12 +1,13 @@
 """The archive of Spark's classes (``udfs/class_archive.py``): made by the set-up, mapped
 by every session ``build_session`` starts, and left unused, without a word, where the
-JVM cannot map it or it is turned off."""
+JVM cannot map it or it is turned off. No test skips: on a JDK without a class-data
+sharing archive of its own (which the dynamic one sits on) the set-up cannot make one,
+says so, and these tests fail; Debian's and Adoptium's JDK 17 have it."""
 
 from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -44,16 +45,6 @@ print("RESULT " + json.dumps({
     "from_archive": sum("source: shared objects file (top)" in line for line in lines),
 }))
 """
-
-
-@pytest.fixture(autouse=True)
-def _a_jdk_that_shares_classes() -> None:
-    """A dynamic archive sits on the JDK's own (``lib/server/classes.jsa``); a JDK built
-    without one can have none, and the set-up says so. Every JDK 17 of Debian's and
-    Adoptium's has it."""
-    java = Path(shutil.which("java") or "java")
-    if subprocess.run([str(java), "-Xshare:on", "-version"], capture_output=True, timeout=120).returncode != 0:
-        pytest.skip(f"{java.resolve()} has no class-data sharing archive of its own: no archive can be made on it")
 
 
 def _session_class_sources(tmp_path: Path, archive: str | None) -> tuple[dict, str]:
