@@ -12,9 +12,12 @@ into place; again only when the check fails (another JDK, other jars). Every ses
 before the run's and the user's options: a user's ``-Xshare:off`` still wins.
 
 Where: ``<sys.prefix>/share/cdc/spark-classes.jsa`` (the virtual environment's), or
-``CDC_CLASS_ARCHIVE`` (empty: none). Why checked at set-up and not at each start: an
-archive the JVM cannot use (a JDK upgraded since) makes it drop the JDK's own archive
-too, so a stale file costs a little more than none; it is never wrong, only slower.
+``CDC_CLASS_ARCHIVE`` (empty: none). An archive is named only to the JDK it was made
+with (its facts beside it: the JDK's home, links resolved, and its runtime image's size
+and time), found as pyspark finds the ``java`` it starts: a JVM given an archive it
+cannot map drops the JDK's own archive too, silently. So after ``JAVA_HOME`` points at
+another JDK, or the JDK is upgraded in place, commands run without it until the set-up
+makes one again. Whether the JVM maps it is checked at set-up only (a JVM launch).
 """
 
 from __future__ import annotations
@@ -45,30 +48,67 @@ def archive_path() -> Path | None:
 
 
 def facts_path(archive: Path) -> Path:
-    """What the archive was made with: the JVM's home and the driver's class path."""
+    """What the archive was made with: the JDK (its home, ``jdk_identity``) and the
+    driver's class path."""
     return archive.with_suffix(".json")
 
 
+def launched_java_home() -> Path | None:
+    """The JDK a command's driver JVM starts from, as pyspark's ``spark-class`` and Spark's
+    launcher find it: ``JAVA_HOME``, else the home of the ``java`` on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        return Path(home)
+    java = shutil.which("java")
+    return Path(java).resolve().parent.parent if java else None
+
+
+def jdk_identity(java_home: Path) -> list | None:
+    """A JDK as the archive's facts record it: its home, links resolved, and its runtime
+    image's size and time (an upgrade in place changes them); ``None`` when it has none."""
+    home = java_home.resolve()
+    try:
+        image = (home / "lib" / "modules").stat()
+    except OSError:
+        return None
+    return [str(home), image.st_size, image.st_mtime_ns]
+
+
+def _facts(archive: Path) -> dict | None:
+    try:
+        facts = json.loads(facts_path(archive).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return facts if isinstance(facts, dict) else None
+
+
+def made_for_launched_jdk(archive: Path, facts: dict | None = None) -> bool:
+    """Whether the archive's facts name the JDK a command's JVM starts from now."""
+    facts = _facts(archive) if facts is None else facts
+    home = launched_java_home()
+    identity = jdk_identity(home) if home is not None else None
+    return facts is not None and identity is not None and facts.get("jdk") == identity
+
+
 def class_archive_java_options() -> str:
-    """The driver JVM's options that map the archive, or ``""`` when there is none.
+    """The driver JVM's options that map the archive, or ``""`` when there is none or it
+    was made with another JDK than the one the command starts (``made_for_launched_jdk``).
 
     The JVM reads a ``:`` in ``SharedArchiveFile`` as two archives' separator, so an
     archive path holding one is not named. Its messages about an archive it cannot use
     are turned off (``-Xlog``): the run goes on without it, as without the option.
     """
     path = archive_path()
-    if path is None or ":" in str(path) or not path.is_file():
+    if path is None or ":" in str(path) or not path.is_file() or not made_for_launched_jdk(path):
         return ""
     return shlex.join([f"-XX:SharedArchiveFile={path}", *QUIET_ARCHIVE_OPTIONS])
 
 
 def archive_usable(archive: Path) -> bool:
-    """Whether the JVM the archive was made with maps it for the driver's class path."""
-    try:
-        facts = json.loads(facts_path(archive).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return _jvm_maps(archive, facts)
+    """Whether the archive was made with the JDK a command starts now, and that JDK maps
+    it for the driver's class path."""
+    facts = _facts(archive)
+    return facts is not None and made_for_launched_jdk(archive, facts) and _jvm_maps(archive, facts)
 
 
 def _jvm_maps(archive: Path, facts: dict[str, str]) -> bool:
@@ -105,7 +145,12 @@ def make_class_archive(archive: Path) -> None:
         dump = shlex.join([f"-XX:ArchiveClassesAtExit={partial}", *QUIET_ARCHIVE_OPTIONS])
         spark = build_session(config, run_java_options=dump)
         system = spark.sparkContext._jvm.System
-        facts = {"java_home": system.getProperty("java.home"), "class_path": system.getProperty("java.class.path")}
+        java_home = system.getProperty("java.home")
+        facts = {
+            "java_home": java_home,
+            "jdk": jdk_identity(Path(java_home)),
+            "class_path": system.getProperty("java.class.path"),
+        }
         run_pipeline(config, spark=spark)
         # the JVM writes the archive as it exits, which it does when its stdin closes
         gateway = SparkContext._gateway

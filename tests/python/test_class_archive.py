@@ -20,6 +20,8 @@ from udfs.class_archive import (
     archive_usable,
     class_archive_java_options,
     facts_path,
+    jdk_identity,
+    launched_java_home,
     main,
 )
 
@@ -74,15 +76,23 @@ def test_a_session_maps_sparks_classes_from_the_archive(tmp_path):
     assert "cds" not in printed.lower() and "shared archive" not in printed.lower(), printed[-2000:]
 
 
-@pytest.mark.parametrize("archive", ["off", "not an archive", "another class path's"])
-def test_no_archive_or_one_the_jvm_cannot_map_leaves_the_session_as_without_it(tmp_path, archive):
+def _write_facts(archive: Path, jdk: list | None) -> None:
+    facts_path(archive).write_text(json.dumps({"jdk": jdk}), encoding="utf-8")
+
+
+@pytest.mark.parametrize("archive", ["off", "not an archive", "another class path's", "another JDK's"])
+def test_no_archive_or_one_the_jvm_cannot_map_leaves_the_session_as_without_it(tmp_path, monkeypatch, archive):
     """Turned off (``CDC_CLASS_ARCHIVE`` empty), a file that is no archive, or an archive
-    the JVM made for another class path (as one left from other jars): the session
-    starts and answers, its classes come from the jars, and nothing is said about it
-    (the JVM warns of the last unless told not to)."""
+    the JVM made for another class path (as one left from other jars), both named to the
+    JVM: the session starts and answers, its classes come from the jars, and nothing is
+    said about it (the JVM warns of the last unless told not to). The set-up's archive,
+    which this JVM maps, with facts of another JDK: not named, the same session."""
     path = tmp_path / "classes.jsa"
     if archive == "not an archive":
         path.write_bytes(b"not a class archive\n" * 100)
+    elif archive == "another JDK's":
+        path.symlink_to(archive_path())
+        _write_facts(path, [str(tmp_path / "jdk-25"), 1, 2])
     elif archive == "another class path's":
         # Spark's launcher alone, its main class run (it fails without arguments, after
         # loading its classes, which the archive then holds with that class path)
@@ -91,8 +101,12 @@ def test_no_archive_or_one_the_jvm_cannot_map_leaves_the_session_as_without_it(t
         java = Path(facts["java_home"]) / "bin" / "java"
         dump = [str(java), f"-XX:ArchiveClassesAtExit={path}", "-cp", launcher, "org.apache.spark.launcher.Main"]
         subprocess.run(dump, capture_output=True, timeout=120)
+    if archive in ("not an archive", "another class path's"):
+        _write_facts(path, jdk_identity(launched_java_home()))  # named to the JVM
     if archive != "off":
         assert path.is_file() and not archive_usable(path)
+        monkeypatch.setenv(ARCHIVE_ENV, str(path))
+        assert bool(class_archive_java_options()) == (archive != "another JDK's")
     got, printed = _session_class_sources(tmp_path, "" if archive == "off" else str(path))
     assert got["answer"] == 42 and got["classes"] > 5000
     assert got["from_archive"] == 0, got
@@ -109,11 +123,53 @@ def test_the_archive_options_name_an_archive_that_is_there(tmp_path, monkeypatch
     spaced = tmp_path / "my classes" / "spark.jsa"
     spaced.parent.mkdir()
     spaced.write_bytes(b"x")
+    _write_facts(spaced, jdk_identity(launched_java_home()))
     monkeypatch.setenv(ARCHIVE_ENV, str(spaced))
     options = shlex.split(class_archive_java_options())
     assert options[0] == f"-XX:SharedArchiveFile={spaced}" and "-Xlog:cds=off" in options
     # the JVM reads ':' there as the separator of two archives: such a path is not named
     colon = tmp_path / "a:b.jsa"
     colon.write_bytes(b"x")
+    _write_facts(colon, jdk_identity(launched_java_home()))
     monkeypatch.setenv(ARCHIVE_ENV, str(colon))
     assert class_archive_java_options() == ""
+
+
+def test_the_archive_is_named_only_to_the_jdk_it_was_made_with(tmp_path, monkeypatch):
+    """Found as pyspark finds its ``java`` (``JAVA_HOME``, else ``PATH``'s, links resolved):
+    the set-up's JDK gets the archive; another JDK, a ``JAVA_HOME`` that is none, no
+    ``java`` at all, or the same JDK upgraded in place (its runtime image changed) do
+    not, and the set-up's check then finds it not usable (so it makes one again)."""
+    archive = archive_path()
+    home = launched_java_home()
+    assert json.loads(facts_path(archive).read_text())["jdk"] == jdk_identity(home)
+    named = f"-XX:SharedArchiveFile={archive}"
+    link = tmp_path / "jdk-link"
+    link.symlink_to(home.resolve())
+    monkeypatch.setenv("JAVA_HOME", str(link))
+    assert class_archive_java_options().startswith(named)
+
+    other = tmp_path / "other-jdk"
+    (other / "lib").mkdir(parents=True)
+    (other / "lib" / "modules").write_bytes(b"another runtime image")
+    for java_home in (other, tmp_path / "no-jdk-here"):
+        monkeypatch.setenv("JAVA_HOME", str(java_home))
+        assert class_archive_java_options() == "" and not archive_usable(archive)
+
+    monkeypatch.delenv("JAVA_HOME")
+    monkeypatch.setenv("PATH", str(link / "bin"))
+    assert class_archive_java_options().startswith(named)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java
+    assert class_archive_java_options() == "" and not archive_usable(archive)
+
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    upgraded = tmp_path / "upgraded.jsa"
+    upgraded.symlink_to(archive)
+    name, size, mtime_ns = jdk_identity(home)
+    monkeypatch.setenv(ARCHIVE_ENV, str(upgraded))
+    _write_facts(upgraded, [name, size, mtime_ns + 1])
+    assert class_archive_java_options() == ""
+    _write_facts(upgraded, [name, size, mtime_ns])
+    assert class_archive_java_options() == shlex.join(
+        [f"-XX:SharedArchiveFile={upgraded}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    )
