@@ -92,8 +92,8 @@ def make_config(tmp_path: Path):
 
 
 # The suite's longest files: the minutes each took on its worker in a full run of the
-# suite on this 2-core machine (2026-12-06 22:29 UTC, `.ci/run` of 6815004 in a fresh
-# clone, nothing else running: 123.7 worker-minutes, the workers busy 61.7 and 62.0 of
+# suite on this 2-core machine (2026-12-07 03:55 UTC, `.ci/run` of d033d8f in a fresh
+# clone, nothing else running: 137.9 worker-minutes, the workers busy 69.0 and 68.9 of
 # them; every file of a minute or more). scripts/test.sh gives each of two workers one
 # file at a time, in the collected order (--dist loadfile --no-loadscope-reorder): these
 # files are collected first, longest first, so that the run does not end with one worker
@@ -103,34 +103,38 @@ def make_config(tmp_path: Path):
 # minutes (every run prints each file's minutes and each worker's at its end:
 # `file_minutes_lines`).
 LONGEST_FILES_MINUTES: dict[str, float] = {
-    "test_thrift_server.py": 11.5,
+    "test_changelog_compaction.py": 12.4,
+    "test_bench_smoke.py": 11.8,
+    "test_key_moves.py": 11.4,
+    "test_thrift_server.py": 10.5,
     "test_cli_crash_idempotence.py": 10.3,
-    "test_key_moves.py": 10.1,
-    "test_bench_smoke.py": 8.8,
-    "test_changelog_compaction.py": 8.6,
-    "test_differential.py": 7.6,
-    "test_merge_segments.py": 7.0,
-    "test_conformance_canal.py": 4.6,
-    "test_run_java_options.py": 4.3,
-    "test_audit.py": 3.9,
-    "test_conformance_debezium.py": 3.6,
-    "test_hostile_input.py": 3.4,
-    "test_quarantine_retry.py": 2.6,
+    "test_differential.py": 8.1,
+    "test_merge_segments.py": 7.3,
+    "test_conformance_debezium.py": 4.6,
+    "test_conformance_canal.py": 4.5,
+    "test_audit.py": 4.0,
+    "test_hostile_input.py": 3.8,
+    "test_run_java_options.py": 3.7,
+    "test_large_landing_file.py": 3.0,
+    "test_long_history.py": 2.8,
+    "test_quarantine_retry.py": 2.8,
+    "test_conformance_arcion.py": 2.7,
+    "test_dbt_run_flags.py": 2.6,
     "test_state_columns.py": 2.5,
-    "test_large_landing_file.py": 2.3,
-    "test_long_history.py": 2.2,
-    "test_decode_spread.py": 2.2,
-    "test_run_test_scope.py": 2.2,
-    "test_conformance_arcion.py": 2.1,
-    "test_cli_errors.py": 2.0,
-    "test_dbt_run_flags.py": 1.9,
-    "test_driver_java_options.py": 1.8,
-    "test_loaded_at_watermarks.py": 1.7,
-    "test_session_settings.py": 1.7,
-    "test_properties.py": 1.7,
+    "test_run_test_scope.py": 2.3,
+    "test_decode_spread.py": 2.3,
+    "test_loaded_at_watermarks.py": 1.9,
+    "test_session_settings.py": 1.6,
+    "test_cli_errors.py": 1.6,
+    "test_interrupted_session.py": 1.6,
     "test_compressed_landing_files.py": 1.6,
-    "test_interrupted_session.py": 1.4,
-    "test_ddl_log_failure.py": 1.4,
+    "test_ddl_log_failure.py": 1.5,
+    "test_pipeline_cdl_lindorm.py": 1.4,
+    "test_schema_evolution.py": 1.3,
+    "test_driver_java_options.py": 1.2,
+    "test_parquet_timestamps.py": 1.2,
+    "test_golden.py": 1.1,
+    "test_properties.py": 1.1,
 }
 
 TESTS_DIR = Path(__file__).resolve().parent
