@@ -24,8 +24,20 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) els
     exit 1
 fi
 
-java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
-if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+# Spark starts its JVM from JAVA_HOME when it is set, else from the java on PATH (pyspark's
+# spark-class): the check follows the same rule. A JAVA_HOME naming an older or no Java is
+# refused, not repaired: Java 17 installed on PATH would not be the one Spark starts.
+# (Java 8 and older say "1.8.0": their major is the second number)
+java_major() { "$1" -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9]*\).*/\2/p' | head -1; }
+if [ -n "${JAVA_HOME:-}" ]; then
+    major=$(java_major "$JAVA_HOME/bin/java") || major=""
+    if ! [ "${major:-0}" -ge 17 ] 2>/dev/null; then
+        found="is Java $major"
+        [ -n "$major" ] || found="is missing or prints no Java version"
+        echo "setup: JAVA_HOME is $JAVA_HOME, whose bin/java $found; Spark starts its JVM from JAVA_HOME and needs Java 17 or newer: point JAVA_HOME at a JDK/JRE 17 or newer, or unset it." >&2
+        exit 1
+    fi
+elif ! command -v java >/dev/null 2>&1 || [ "$(java_major java)" -lt 17 ] 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: Java 17 not found; installing openjdk-17-jre-headless from Debian's packages"
         apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
