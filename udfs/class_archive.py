@@ -82,9 +82,8 @@ def _facts(archive: Path) -> dict | None:
     return facts if isinstance(facts, dict) else None
 
 
-def made_for_launched_jdk(archive: Path, facts: dict | None = None) -> bool:
-    """Whether the archive's facts name the JDK a command's JVM starts from now."""
-    facts = _facts(archive) if facts is None else facts
+def made_for_launched_jdk(facts: dict | None) -> bool:
+    """Whether an archive's facts name the JDK a command's JVM starts from now."""
     home = launched_java_home()
     identity = jdk_identity(home) if home is not None else None
     return facts is not None and identity is not None and facts.get("jdk") == identity
@@ -99,7 +98,7 @@ def class_archive_java_options() -> str:
     are turned off (``-Xlog``): the run goes on without it, as without the option.
     """
     path = archive_path()
-    if path is None or ":" in str(path) or not path.is_file() or not made_for_launched_jdk(path):
+    if path is None or ":" in str(path) or not path.is_file() or not made_for_launched_jdk(_facts(path)):
         return ""
     return shlex.join([f"-XX:SharedArchiveFile={path}", *QUIET_ARCHIVE_OPTIONS])
 
@@ -108,7 +107,7 @@ def archive_usable(archive: Path) -> bool:
     """Whether the archive was made with the JDK a command starts now, and that JDK maps
     it for the driver's class path."""
     facts = _facts(archive)
-    return facts is not None and made_for_launched_jdk(archive, facts) and _jvm_maps(archive, facts)
+    return made_for_launched_jdk(facts) and _jvm_maps(archive, facts)
 
 
 def _jvm_maps(archive: Path, facts: dict[str, str]) -> bool:
