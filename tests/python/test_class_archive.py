@@ -1,8 +1,9 @@
 """The archive of Spark's classes (``udfs/class_archive.py``): made by the set-up, mapped
 by every session ``build_session`` starts, and left unused, without a word, where the
-JVM cannot map it or it is turned off. No test skips: on a JDK without a class-data
-sharing archive of its own (which the dynamic one sits on) the set-up cannot make one,
-says so, and these tests fail; Debian's and Adoptium's JDK 17 have it."""
+JVM cannot map it, it was made with another JDK, or it is turned off. No test skips: on
+a JDK without a class-data sharing archive of its own (which the dynamic one sits on)
+the set-up cannot make one, says so, and these tests fail; Debian's and Adoptium's JDK
+17 have it."""
 
 from __future__ import annotations
 
