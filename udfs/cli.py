@@ -1,4 +1,4 @@
-"""The ``cdc`` command: ``run``, ``serve``, ``export``, ``sql``, ``quarantine``.
+"""The ``cdc`` command: ``run``, ``serve``, ``export``, ``sql``, ``quarantine``, ``docs``.
 
 Exit status: 0 success, 1 the work failed (dbt, a query), 2 a configuration or usage
 error, 3 the warehouse is in use by another process, 130 interrupted (SIGINT), 143
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     qua = with_config(sub.add_parser("quarantine", help="list quarantined records as JSON lines"))
     qua.add_argument("--since", default=None, metavar="RUN", help="only records of this run id and later runs")
     qua.add_argument("--all", action="store_true", help="also the records a retry has resolved")
+    docs = with_config(sub.add_parser("docs", help="dbt's documentation site, its catalog read from the warehouse"))
+    docs.add_argument("--out", default=None, metavar="DIR", help="the site's folder (default: <warehouse>/dbt/docs)")
     return p
 
 
@@ -106,6 +109,8 @@ def _main(args: argparse.Namespace) -> int:
             return _run_through_server(config, busy.holder, args.retry_quarantine)
         if args.command in ("sql", "export", "quarantine") and busy.holder.get("role") == "serve":
             return _query_through_server(args, config, busy.holder)
+        if args.command == "docs" and busy.holder.get("role") == "serve":
+            return _docs(args, config, busy.holder)
         hint = ""
         if busy.holder.get("role") == "serve":
             hint = f"; query it there: beeline -u jdbc:hive2://{busy.holder.get('host')}:{busy.holder.get('port')}"
@@ -116,21 +121,45 @@ def _main(args: argparse.Namespace) -> int:
         return 2
 
 
-def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:
-    from udfs.pipeline import PipelineError, RunInterruptedError, run_pipeline_thrift
+def _through_server(command: str, holder: dict[str, Any]) -> tuple[str, int]:
+    """The address of the ``cdc serve`` that ``holder`` (the warehouse lock's record)
+    names, said on stderr: the command runs through it."""
     from udfs.serve import server_address
 
     host, port = server_address(holder)
-    print(f"cdc run: the warehouse is served by `cdc serve` on {host}:{port}; running through it", file=sys.stderr)
+    print(
+        f"cdc {command}: the warehouse is served by `cdc serve` on {host}:{port}; running through it",
+        file=sys.stderr,
+    )
+    return host, port
+
+
+def _dbt_work(command: str, work: Callable[[], str]) -> int:
+    """Print the line ``work`` (a command's dbt part) returns; a dbt failure is one line
+    on stderr and exit 1; an interrupt is left to :func:`main`'s line and status."""
+    from udfs.pipeline import PipelineError, RunInterruptedError
+
     try:
-        summary = run_pipeline_thrift(config, host, port, retry_quarantine=retry_quarantine)
+        line = work()
     except RunInterruptedError:
-        raise  # main's line and status
+        raise
     except PipelineError as exc:
-        print(f"cdc run failed: {exc}", file=sys.stderr)
+        print(f"cdc {command} failed: {exc}", file=sys.stderr)
         return 1
-    print(f"cdc run {summary.run_id}: {summary}")
+    print(line)
     return 0
+
+
+def _run_through_server(config: Any, holder: dict[str, Any], retry_quarantine: bool) -> int:
+    from udfs.pipeline import run_pipeline_thrift
+
+    host, port = _through_server("run", holder)
+
+    def run() -> str:
+        summary = run_pipeline_thrift(config, host, port, retry_quarantine=retry_quarantine)
+        return f"cdc run {summary.run_id}: {summary}"
+
+    return _dbt_work("run", run)
 
 
 def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[str, Any]) -> int:
@@ -143,13 +172,9 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
         thrift_export_lines,
         thrift_rows_as_json,
     )
-    from udfs.serve import server_address, thrift_connect
+    from udfs.serve import thrift_connect
 
-    host, port = server_address(holder)
-    print(
-        f"cdc {args.command}: the warehouse is served by `cdc serve` on {host}:{port}; running through it",
-        file=sys.stderr,
-    )
+    host, port = _through_server(args.command, holder)
     try:
         conn = thrift_connect(host, port, wait_seconds=120)
     except Exception as exc:  # noqa: BLE001 - refused, timed out, authentication: one clear line
@@ -198,38 +223,53 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
     return 0
 
 
+def _docs(args: argparse.Namespace, config: Any, holder: dict[str, Any] | None = None) -> int:
+    """``cdc docs``: in this process's session, or through the ``cdc serve`` that
+    ``holder`` (the warehouse lock's record) names."""
+    from udfs.docs import default_docs_dir, generate_docs, generate_docs_thrift
+
+    out = Path(args.out).expanduser().resolve() if args.out else default_docs_dir(config)
+    server = _through_server("docs", holder) if holder is not None else None
+
+    def docs() -> str:
+        summary = generate_docs(config, out) if server is None else generate_docs_thrift(config, out, *server)
+        return f"cdc docs: {summary}"
+
+    return _dbt_work("docs", docs)
+
+
 def _embedded(args: argparse.Namespace, config: Any) -> int:
     from udfs.session import build_session
 
     if args.command == "run":
-        from udfs.pipeline import PipelineError, RunInterruptedError, run_pipeline
+        from udfs.pipeline import run_pipeline
         from udfs.run_size import run_java_options
 
         java_options, why = run_java_options(config)
         print(f"cdc run: {why}", file=sys.stderr)
         spark = build_session(config, master=args.master, run_java_options=java_options)
-        try:
+
+        def run() -> str:
             summary = run_pipeline(config, spark=spark, retry_quarantine=args.retry_quarantine)
-        except RunInterruptedError:
-            raise  # main's line and status
-        except PipelineError as exc:
-            print(f"cdc run failed: {exc}", file=sys.stderr)
-            return 1
-        print(f"cdc run {summary.run_id}: {summary}")
-        if args.print_tables:
+            return f"cdc run {summary.run_id}: {summary}"
+
+        status = _dbt_work("run", run)
+        if status == 0 and args.print_tables:
             from udfs.export import export_lines, mart_view_name
 
             for table in sorted(config.tables):
                 print(f"-- {config.marts_schema}.{mart_view_name(table)}")
                 for line in export_lines(spark, config, table):
                     print(line)
-        return 0
+        return status
 
     from udfs.run_size import query_java_options
 
     java_options, why = query_java_options(config)
     print(f"cdc {args.command}: {why}", file=sys.stderr)
     spark = build_session(config, run_java_options=java_options)
+    if args.command == "docs":
+        return _docs(args, config)
     from udfs.export import export_lines, rows_as_json
 
     try:

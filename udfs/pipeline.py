@@ -123,8 +123,11 @@ def run_dbt(
     target: str = "session",
     retry_quarantine: bool = False,
     callbacks: list[Any] | None = None,
+    target_path: Path | None = None,
 ) -> Any:
-    """Invoke dbt in this process; raise :class:`PipelineError` on failure. The
+    """Invoke dbt in this process; raise :class:`PipelineError` on failure. ``command``
+    is dbt's, of one word or two (``docs generate``); ``target_path`` is dbt's (default:
+    ``<warehouse>/dbt/target``, where the runs' artifacts go). The
     environment dbt reads (``CDC_SCHEMA`` for the profiles) is set for the call only:
     the caller's process gets its environment back. ``callbacks`` receive each of dbt's
     events (``dbtRunner``'s callbacks), whatever their log level."""
@@ -135,7 +138,7 @@ def run_dbt(
     start_resource_tracker_deaf_to_sighup()
     dbt_dir = config.warehouse / "dbt"
     args = [
-        command,
+        *command.split(),
         "--project-dir",
         str(PROJECT_DIR),
         "--profiles-dir",
@@ -143,7 +146,7 @@ def run_dbt(
         "--target",
         target,
         "--target-path",
-        str(dbt_dir / "target"),
+        str(target_path or dbt_dir / "target"),
         "--log-path",
         str(dbt_dir / "logs"),
         "--vars",
@@ -171,7 +174,8 @@ def run_dbt(
 
             # each model commits alone, and the next run takes up what this one left
             how, _ = interrupt_outcome()
-            raise RunInterruptedError(f"{how} while dbt {command} ran; the next run takes up its work")
+            then = "; the next run takes up its work" if command in ("build", "run") else ""
+            raise RunInterruptedError(f"{how} while dbt {command} ran{then}")
         raise PipelineError(_failure_message(result, command, errors))
     return result
 

@@ -541,6 +541,84 @@ def test_export_of_a_table_the_marts_do_not_hold_names_those_they_do(embedded_wo
     assert "Traceback" not in p.stderr and "org.apache" not in p.stderr, p.stderr
 
 
+def _docs_columns(site: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each model's columns in a ``cdc docs`` site's catalog, in the table's order, with
+    the type dbt-spark reads (``model.cdc.changelog``: ``[("feed", "string"), ...]``)."""
+    catalog = json.loads((site / "catalog.json").read_text(encoding="utf-8"))
+    return {
+        uid: [(c["name"], c["type"]) for c in sorted(node["columns"].values(), key=lambda c: c["index"])]
+        for uid, node in catalog["nodes"].items()
+    }
+
+
+def _docs_models(site: Path) -> set[str]:
+    manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
+    return {uid for uid in manifest["nodes"] if uid.startswith("model.")}
+
+
+def test_cdc_docs_catalogs_the_warehouses_tables_embedded_and_through_the_server(server, embedded_work, tmp_path):
+    """``cdc docs``: dbt's site of the project with the catalog of the warehouse it runs
+    in. Every model's table is there with its columns as Spark describes them (read
+    through the server), and the embedded warehouse gives the same catalog as the served
+    one; the one-file site holds it. No run lock is taken."""
+    work, port, _ = server
+    _run_example_unless_run(work, port)
+    served_site, embedded_site = tmp_path / "served", tmp_path / "embedded"
+
+    p = cdc(["docs", "--out", str(served_site)], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "cdc docs: the warehouse is served by `cdc serve`" in p.stderr, p.stderr[-3000:]
+    models = _docs_models(served_site)
+    assert len(models) > 20, models
+    assert p.stdout == (
+        f"cdc docs: {served_site / 'static_index.html'}: {len(models)} models, {len(models)} of them with their "
+        "tables' columns\n"
+    )
+    served = _docs_columns(served_site)
+    assert set(served) == models
+    for uid in sorted(models):
+        described = []
+        for row in pyhive_rows_any(port, f"describe cdc.{uid.removeprefix('model.cdc.')}"):
+            if not row["col_name"] or row["col_name"].startswith("#"):
+                break  # the partition columns' section repeats them
+            described.append(row["col_name"])
+        assert [name for name, _ in served[uid]] == described, uid
+    assert dict(served["model.cdc.changelog"])["kafka_offset"] == "long"
+    assert run_lock(port) is None
+
+    p = cdc(["docs", "--out", str(embedded_site)], embedded_work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "running through it" not in p.stderr
+    assert _docs_columns(embedded_site) == served
+    # the site opened from a file, with no server, carries the catalog
+    assert "kafka_offset" in (embedded_site / "static_index.html").read_text(encoding="utf-8")
+
+
+def test_cdc_docs_before_any_run_says_the_warehouse_has_no_table_and_leaves_the_folder_alone(tmp_path):
+    """Before the first run the site has every model and no table, said so; the session
+    is the warehouse's, so nothing lands beside ``cdc.yml`` (a plain ``dbt docs generate``
+    on the session target leaves ``metastore_db`` and ``derby.log`` in the current folder
+    and an empty catalog, saying nothing). A Ctrl-C while dbt compiles is an interrupt
+    (exit 130, one line), not a failure."""
+    work = example_copy(tmp_path, "shop")
+    before = sorted(path.name for path in work.iterdir())
+    interrupt = {"CDC_KILL_AFTER_NODE": "model.cdc.changelog", "CDC_KILL_SIGNAL": "INT"}
+    p = cdc(["docs"], work, env=interrupt)
+    assert p.returncode == 130, p.stderr[-3000:]
+    assert p.stderr.splitlines()[-1] == "cdc docs: interrupted while dbt docs generate ran", p.stderr[-3000:]
+
+    p = cdc(["docs"], work)
+    assert p.returncode == 0, p.stderr[-3000:]
+    site = work / ".cdc" / "dbt" / "docs"
+    models = _docs_models(site)
+    assert p.stdout == (
+        f"cdc docs: {site / 'static_index.html'}: {len(models)} models, 0 of them with their tables' columns; "
+        "the warehouse has no run yet: `cdc run` makes the tables\n"
+    )
+    assert _docs_columns(site) == {}
+    assert sorted(path.name for path in work.iterdir()) == sorted([*before, ".cdc"])
+
+
 def test_through_the_server_failures_are_one_clear_line(server):
     work, port, _ = server
     _run_example_unless_run(work, port)
