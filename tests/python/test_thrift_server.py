@@ -556,6 +556,24 @@ def _docs_models(site: Path) -> set[str]:
     return {uid for uid in manifest["nodes"] if uid.startswith("model.")}
 
 
+def _undocumented(site: Path) -> dict[str, list[str]]:
+    """What a ``cdc docs`` site leaves blank: per model, ``(model)`` when it has no
+    description, each of its tables' columns that its YAML does not describe, and each
+    column its YAML describes that the table does not hold (``stale: <name>``)."""
+    manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
+    found: dict[str, list[str]] = {}
+    for uid, columns in _docs_columns(site).items():
+        node = manifest["nodes"][uid]
+        described = [name for name, c in node["columns"].items() if c.get("description", "").strip()]
+        names = [name for name, _ in columns]
+        gaps = ["(model)"] if not node["description"].strip() else []
+        gaps += [name for name in names if name not in described]
+        gaps += [f"stale: {name}" for name in node["columns"] if name not in names]
+        if gaps:
+            found[uid] = gaps
+    return found
+
+
 def test_cdc_docs_catalogs_the_warehouses_tables_embedded_and_through_the_server(server, embedded_work, tmp_path):
     """``cdc docs``: dbt's site of the project with the catalog of the warehouse it runs
     in. Every model's table is there with its columns as Spark describes them (read
@@ -585,6 +603,8 @@ def test_cdc_docs_catalogs_the_warehouses_tables_embedded_and_through_the_server
         assert [name for name, _ in served[uid]] == described, uid
     assert dict(served["model.cdc.changelog"])["kafka_offset"] == "long"
     assert run_lock(port) is None
+    # the site describes every model and each column its table holds, and no other
+    assert _undocumented(served_site) == {}
 
     p = cdc(["docs", "--out", str(embedded_site)], embedded_work)
     assert p.returncode == 0, p.stderr[-3000:]
