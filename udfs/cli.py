@@ -226,13 +226,13 @@ def _query_through_server(args: argparse.Namespace, config: Any, holder: dict[st
 def _docs(args: argparse.Namespace, config: Any, holder: dict[str, Any] | None = None) -> int:
     """``cdc docs``: in this process's session, or through the ``cdc serve`` that
     ``holder`` (the warehouse lock's record) names."""
-    from udfs.docs import default_docs_dir, generate_docs, generate_docs_thrift
+    from udfs.docs import default_docs_dir, generate_docs
 
     out = Path(args.out).expanduser().resolve() if args.out else default_docs_dir(config)
     server = _through_server("docs", holder) if holder is not None else None
 
     def docs() -> str:
-        summary = generate_docs(config, out) if server is None else generate_docs_thrift(config, out, *server)
+        summary = generate_docs(config, out, server)
         return f"cdc docs: {summary}"
 
     return _dbt_work("docs", docs)

@@ -11,7 +11,6 @@ run's variables, so the catalog lists every model's table as the warehouse has i
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,12 +38,12 @@ def default_docs_dir(config: Config) -> Path:
     return config.warehouse / "dbt" / "docs"
 
 
-def generate_docs(config: Config, out: Path, target: str = "session") -> DocsSummary:
+def generate_docs(config: Config, out: Path, server: tuple[str, int] | None = None) -> DocsSummary:
     """``dbt docs generate --static`` into ``out`` (dbt's target path: ``catalog.json``,
-    ``manifest.json``, ``index.html``, ``static_index.html``). ``session``: in this
-    process's Spark session (``udfs.session.build_session``); ``thrift``: through the
-    server ``CDC_THRIFT_HOST`` and ``CDC_THRIFT_PORT`` name."""
-    run_dbt(config, command="docs generate", extra=["--static"], target=target, target_path=out)
+    ``manifest.json``, ``index.html``, ``static_index.html``): in this process's Spark
+    session (``udfs.session.build_session``), or through the running ``cdc serve`` at
+    ``server`` (host, port; dbt's ``thrift`` target)."""
+    run_dbt(config, command="docs generate", extra=["--static"], target_path=out, server=server)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     catalog = json.loads((out / "catalog.json").read_text(encoding="utf-8"))
     models = [uid for uid in manifest["nodes"] if uid.startswith("model.")]
@@ -53,10 +52,3 @@ def generate_docs(config: Config, out: Path, target: str = "session") -> DocsSum
         models=len(models),
         cataloged=sum(uid in catalog["nodes"] for uid in models),
     )
-
-
-def generate_docs_thrift(config: Config, out: Path, host: str, port: int) -> DocsSummary:
-    """:func:`generate_docs` through a running ``cdc serve`` (dbt's ``thrift`` target)."""
-    os.environ["CDC_THRIFT_HOST"] = host
-    os.environ["CDC_THRIFT_PORT"] = str(port)
-    return generate_docs(config, out, target="thrift")

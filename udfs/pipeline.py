@@ -49,6 +49,9 @@ class RunSummary:
     #: new landing files left for a later run: modified within ``min_file_age_seconds``
     #: of the run's start (see audit_unsettled_files)
     unsettled_files: int = 0
+    #: values of the rows this run wrote that their mart column's type cannot hold: NULL
+    #: in the mart, text in the state (see audit_mart_cast_failures)
+    cast_failures: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -68,6 +71,11 @@ class RunSummary:
             )
         if self.changed_files:
             text += f"; WARNING: {self.changed_files} processed landing file(s) changed (see audit_changed_files)"
+        if self.cast_failures:
+            text += (
+                f"; WARNING: {self.cast_failures} value(s) do not fit their mart column's type and read as NULL "
+                "in the mart (see audit_mart_cast_failures)"
+            )
         return text
 
 
@@ -124,18 +132,22 @@ def run_dbt(
     retry_quarantine: bool = False,
     callbacks: list[Any] | None = None,
     target_path: Path | None = None,
+    server: tuple[str, int] | None = None,
 ) -> Any:
     """Invoke dbt in this process; raise :class:`PipelineError` on failure. ``command``
     is dbt's, of one word or two (``docs generate``); ``target_path`` is dbt's (default:
-    ``<warehouse>/dbt/target``, where the runs' artifacts go). The
-    environment dbt reads (``CDC_SCHEMA`` for the profiles) is set for the call only:
-    the caller's process gets its environment back. ``callbacks`` receive each of dbt's
+    ``<warehouse>/dbt/target``, where the runs' artifacts go); ``server`` (host, port):
+    through that Thrift server (dbt's ``thrift`` target). The environment dbt's profiles
+    read (``CDC_SCHEMA``; ``CDC_THRIFT_HOST`` and ``CDC_THRIFT_PORT`` for a server) is
+    set for the call only: the caller's process gets its environment back. ``callbacks`` receive each of dbt's
     events (``dbtRunner``'s callbacks), whatever their log level."""
     from dbt.cli.main import dbtRunner
 
     from udfs.session import start_resource_tracker_deaf_to_sighup
 
     start_resource_tracker_deaf_to_sighup()
+    if server is not None:
+        target = "thrift"
     dbt_dir = config.warehouse / "dbt"
     args = [
         *command.split(),
@@ -160,6 +172,8 @@ def run_dbt(
         "CDC_SCHEMA": config.schema,
         "DBT_SEND_ANONYMOUS_USAGE_STATS": os.environ.get("DBT_SEND_ANONYMOUS_USAGE_STATS", "false"),
     }
+    if server is not None:
+        env.update(CDC_THRIFT_HOST=server[0], CDC_THRIFT_PORT=str(server[1]))
     errors: list[str] = []  # dbt's error-level log lines: an operation's error is only logged
 
     def keep_errors(event: Any) -> None:
@@ -273,7 +287,7 @@ def run_pipeline(
     publish_settings(spark, config)
     result = _run_dbt_releasing_lock(fetch, config, retry_quarantine=retry_quarantine, golden=golden)
     run_id = _invocation_id(result)
-    return summarize(fetch, config, run_id)
+    return summarize(fetch, config, run_id, result)
 
 
 def release_run_lock(
@@ -387,15 +401,12 @@ def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: 
     """Run the pipeline through a running ``cdc serve`` (dbt's ``thrift`` target)."""
     from udfs.serve import thrift_fetch
 
-    os.environ["CDC_THRIFT_HOST"] = host
-    os.environ["CDC_THRIFT_PORT"] = str(port)
-
     def fetch(sql: str) -> list[tuple[Any, ...]]:
         return thrift_fetch(host, port, sql)
 
-    result = _run_dbt_releasing_lock(fetch, config, target="thrift", retry_quarantine=retry_quarantine)
+    result = _run_dbt_releasing_lock(fetch, config, server=(host, port), retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
-    return summarize(fetch, config, run_id)
+    return summarize(fetch, config, run_id, result)
 
 
 def _invocation_id(result: Any) -> str:
@@ -405,8 +416,16 @@ def _invocation_id(result: Any) -> str:
     return get_invocation_id()
 
 
-def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
-    """The run's totals from the audit tables; ``fetch(sql)`` returns rows as tuples."""
+def _test_failures(result: Any, test_name: str) -> int:
+    """The rows a dbt test of the run returned (a warning's count), from dbt's own result:
+    reading them again would cost the test's query a second time."""
+    results = getattr(getattr(result, "result", None), "results", None) or []
+    return sum(r.failures or 0 for r in results if r.node.resource_type == "test" and r.node.name == test_name)
+
+
+def summarize(fetch: Any, config: Config, run_id: str, result: Any = None) -> RunSummary:
+    """The run's totals from the audit tables, and its warnings' counts from dbt's
+    ``result``; ``fetch(sql)`` returns rows as tuples."""
     s = config.schema
     f, r, c, q, k = fetch(
         f"select count(*), coalesce(sum(records_read), 0), coalesce(sum(changes_emitted), 0), "
@@ -436,4 +455,5 @@ def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
         int(retried),
         int(resolved),
         int(unsettled),
+        _test_failures(result, "assert_no_mart_cast_failures"),
     )

@@ -6,7 +6,8 @@
         spark_type: the target type (from cdc.yml or the envelope's logical type).
 
     A value that does not fit its type becomes NULL in the mart (try_cast) rather
-    than failing every query of the view; the text stays in the state.
+    than failing every query of the view; the text stays in the state, and
+    `audit_mart_cast_failures` lists it (the same expression decides).
 #}
 {% macro cdc_typed_value(expr, spark_type) %}
     {{ return(adapter.dispatch('cdc_typed_value', 'cdc')(expr, spark_type)) }}

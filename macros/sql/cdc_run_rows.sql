@@ -11,6 +11,8 @@
       including one that died before its audit rows; and this invocation's.
     * `state`, `history`: the rows of the keys this run refolded
       (`int_changes_to_refold`); every row after a compaction (it rewrote every key).
+    * `audit_mart_cast_failures`: the rows of the keys this run refolded, also after a
+      compaction (it copied the other keys' values unchanged: reported by their runs).
     * any other model: every row.
 
     Every row, for every model, with the setting `test_scope: all` (`cdc.yml`), or
@@ -39,11 +41,15 @@
             "(loaded_at >= (select coalesce(max(processed_at), timestamp '1970-01-01') from "
             ~ audit ~ ') or run_id = ' ~ cdc_string_literal(invocation_id) ~ ')'
         ) %}
-    {% elif relation.identifier in ('state', 'history') %}
+    {% elif relation.identifier in ('state', 'history', 'audit_mart_cast_failures') %}
         {% set merge_log = cdc_existing_relation('merge_log') %}
         {% set refold = cdc_existing_relation('int_changes_to_refold') %}
         {% if merge_log is none or refold is none %}
             {% do return('true') %}
+        {% endif %}
+        {% set refolded = '(table_id, key_text) in (select table_id, key_text from ' ~ refold ~ ')' %}
+        {% if relation.identifier == 'audit_mart_cast_failures' %}
+            {% do return(refolded) %}
         {% endif %}
         {% set compacted_sql %}
             select count(*) from {{ merge_log }}
@@ -52,7 +58,7 @@
         {% if run_query(compacted_sql).columns[0].values()[0] > 0 %}
             {% do return('true') %}
         {% endif %}
-        {% do return('(table_id, key_text) in (select table_id, key_text from ' ~ refold ~ ')') %}
+        {% do return(refolded) %}
     {% endif %}
     {% do return('true') %}
 {% endmacro %}

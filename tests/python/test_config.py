@@ -252,9 +252,11 @@ def test_dbt_threads_default_to_four_and_reach_the_dbt_command_that_runs_nodes(t
         def invoke(self, args):
             calls.append(list(args))
             schemas.append(os.environ.get("CDC_SCHEMA"))
+            servers.append((os.environ.get("CDC_THRIFT_HOST"), os.environ.get("CDC_THRIFT_PORT")))
             return type("Result", (), {"success": True})()
 
     schemas: list[str | None] = []
+    servers: list[tuple[str | None, str | None]] = []
     monkeypatch.setattr(dbt.cli.main, "dbtRunner", Runner)
     monkeypatch.delenv("CDC_SCHEMA", raising=False)
     config = load_config(_write(tmp_path, [feed("debezium_json")]))
@@ -274,6 +276,14 @@ def test_dbt_threads_default_to_four_and_reach_the_dbt_command_that_runs_nodes(t
     assert schemas[-1] == config.schema and os.environ["CDC_SCHEMA"] == "the_callers"
     assert build[build.index("--threads") + 1] == "1"
     assert "--threads" not in operation  # run-operation takes no --threads
+    # a server named: its thrift target, its address for the profile, for the call only
+    monkeypatch.delenv("CDC_THRIFT_HOST", raising=False)
+    monkeypatch.setenv("CDC_THRIFT_PORT", "10000")
+    pipeline.run_dbt(config, "docs generate", server=("10.0.0.9", 10123))
+    docs = calls[-1]
+    assert docs[:2] == ["docs", "generate"] and docs[docs.index("--target") + 1] == "thrift"
+    assert servers[-1] == ("10.0.0.9", "10123")
+    assert "CDC_THRIFT_HOST" not in os.environ and os.environ["CDC_THRIFT_PORT"] == "10000"
     # through a Thrift server one at a time (its shared session's temporary views)
     assert thrift[thrift.index("--threads") + 1] == "1"
     for bad in (0, -1, 65, "4", True, 2.5, None):

@@ -1,6 +1,7 @@
 """Schema evolution over two runs, no manual DDL: a column added, columns widened
 (int to bigint, decimal precision up), a column that stops appearing, and a column
-whose type changes in a way that cannot widen (kept as text and reported)."""
+whose type changes in a way that cannot widen (kept as text and reported). Values that
+their mart column's type cannot hold: NULL in the mart, listed and counted."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def _decimal(value: str, scale: int) -> str:
 
 
 def _event(lsn: int, row: dict, fields: list[dict], op: str = "c") -> str:
+    """A Debezium event of ``evo.public.items``: ``row`` is its after image (its before
+    image for a delete, ``op`` "d")."""
     value = {"type": "struct", "optional": True, "fields": fields, "name": "evo.public.items.Value"}
     schema = {
         "type": "struct",
@@ -31,7 +34,8 @@ def _event(lsn: int, row: dict, fields: list[dict], op: str = "c") -> str:
         ],
     }
     source = {"connector": "postgresql", "db": "evo", "schema": "public", "table": "items", "lsn": lsn}
-    return json.dumps({"schema": schema, "payload": {"before": None, "after": row, "source": source, "op": op}})
+    before, after = (row, None) if op == "d" else (None, row)
+    return json.dumps({"schema": schema, "payload": {"before": before, "after": after, "source": source, "op": op}})
 
 
 def _dec(field: str, precision: int, scale: int) -> dict:
@@ -93,6 +97,7 @@ def test_columns_added_widened_dropped_and_conflicting(spark, make_config, tmp_p
     )
     summary = run_pipeline(config, spark=spark)
     assert (summary.records, summary.changes, summary.quarantined) == (2, 2, 0)
+    assert summary.cast_failures == 0, summary  # every value fits its widened type
 
     types = {f.name: f.dataType.simpleString() for f in spark.table(f"{marts}.items").schema}
     assert {k: types[k] for k in ("id", "qty", "price", "old_col", "code", "note")} == {
@@ -113,3 +118,81 @@ def test_columns_added_widened_dropped_and_conflicting(spark, make_config, tmp_p
     assert [(c.column_name, "int" in c.type_conflict and "string" in c.type_conflict) for c in conflicts] == [
         ("code", True)
     ]
+
+
+# Every type a value can fail to fit: the events carry text and wide numbers, cdc.yml
+# declares narrower types (as after the source widened a column and cdc.yml was not updated).
+UNFIT_FIELDS = [
+    {"type": "string", "optional": False, "field": "id"},
+    {"type": "int64", "optional": True, "field": "qty"},
+    _dec("price", 10, 2),
+    {"type": "string", "optional": True, "field": "raw"},
+    {"type": "string", "optional": True, "field": "at"},
+    {"type": "string", "optional": True, "field": "note"},
+]
+UNFIT_TYPES = {"id": "int", "qty": "int", "price": "decimal(6,2)", "raw": "binary", "at": "timestamp"}
+
+
+def _unfit_row(id_: str, qty=None, price=None, raw=None, at=None, note=None) -> dict:
+    price = _decimal(price, 2) if price is not None else None
+    return {"id": id_, "qty": qty, "price": price, "raw": raw, "at": at, "note": note}
+
+
+def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_counted(spark, make_config, tmp_path):
+    config = make_config(
+        [{"name": "evo", "format": "debezium_json", "path": "landing/evo"}],
+        {"items": {"key": ["id"], "columns": UNFIT_TYPES}},
+    )
+    cfg = yaml.safe_load(config.read_text())
+    landing = tmp_path / "landing" / "evo"
+    events = [
+        _event(10, _unfit_row("1", 5, "1234.56", "aGVsbG8=", "2024-01-02T03:04:05.123456Z", "fits"), UNFIT_FIELDS),
+        # past int's range and decimal(6,2)'s precision
+        _event(20, _unfit_row("2", 2**40, "12345678.90", "aGk=", None, "x"), UNFIT_FIELDS),
+        # a key that is no int (the mart's key column reads NULL too), bytes that are not base64
+        _event(30, _unfit_row("A-1", 1, "0.01", "hello!", "2024-01-01T00:00:00Z"), UNFIT_FIELDS),
+        _event(40, _unfit_row("3"), UNFIT_FIELDS),  # nulls fit every type
+        # a deleted key's value is in no mart row
+        _event(50, _unfit_row("4", at="not a time"), UNFIT_FIELDS),
+        _event(60, _unfit_row("4", at="not a time"), UNFIT_FIELDS, "d"),
+    ]
+    (landing / "run1.jsonl").write_text("\n".join(events) + "\n")
+    first = run_pipeline(config, spark=spark)
+    assert (first.changes, first.quarantined, first.cast_failures) == (6, 0, 4), first
+    assert (
+        "WARNING: 4 value(s) do not fit their mart column's type and read as NULL in the mart "
+        "(see audit_mart_cast_failures)"
+    ) in str(first)
+
+    def listed() -> set[tuple]:
+        rows = spark.sql(f"select * from {cfg['schema']}.audit_mart_cast_failures").collect()
+        return {(json.loads(r.key_text)["id"], r.column_name, r.spark_type, r.value_text, r.mart_view) for r in rows}
+
+    assert listed() == {
+        ("2", "qty", "int", "1099511627776", "items"),
+        ("2", "price", "decimal(6,2)", "12345678.90", "items"),
+        ("A-1", "id", "int", "A-1", "items"),
+        ("A-1", "raw", "binary", "hello!", "items"),
+    }
+    mart = spark.sql(f"select _cdc_key, id, qty, price, raw, at from {cfg['marts_schema']}.items").collect()
+    by_key = {json.loads(r._cdc_key)["id"]: r for r in mart}
+    assert set(by_key) == {"1", "2", "A-1", "3"}
+    assert (by_key["2"].qty, by_key["2"].price, by_key["A-1"].id, by_key["A-1"].raw) == (None, None, None, None)
+    assert (by_key["1"].id, by_key["1"].qty, str(by_key["1"].price), by_key["1"].raw) == (1, 5, "1234.56", b"hello")
+    assert (by_key["A-1"].qty, str(by_key["A-1"].price)) == (1, "0.01")
+
+    # the run's keys only: 2 now fits, 5 does not; A-1's values were reported by the first run
+    (landing / "run2.jsonl").write_text(
+        _event(70, _unfit_row("2", 7, "10.00", "aGk=", None, "x"), UNFIT_FIELDS, "u")
+        + "\n"
+        + _event(80, _unfit_row("5", at="2024-13-45T00:00:00Z"), UNFIT_FIELDS)
+        + "\n"
+    )
+    second = run_pipeline(config, spark=spark)
+    assert (second.changes, second.cast_failures) == (2, 1), second
+    assert "WARNING: 1 value(s) do not fit" in str(second)
+    assert listed() == {
+        ("A-1", "id", "int", "A-1", "items"),
+        ("A-1", "raw", "binary", "hello!", "items"),
+        ("5", "at", "timestamp", "2024-13-45T00:00:00Z", "items"),
+    }
