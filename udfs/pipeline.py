@@ -146,8 +146,13 @@ def run_dbt(
     from udfs.session import start_resource_tracker_deaf_to_sighup
 
     start_resource_tracker_deaf_to_sighup()
+    env = {
+        "CDC_SCHEMA": config.schema,
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": os.environ.get("DBT_SEND_ANONYMOUS_USAGE_STATS", "false"),
+    }
     if server is not None:
         target = "thrift"
+        env.update(CDC_THRIFT_HOST=server[0], CDC_THRIFT_PORT=str(server[1]))
     dbt_dir = config.warehouse / "dbt"
     args = [
         *command.split(),
@@ -168,12 +173,6 @@ def run_dbt(
         *(["--threads", str(dbt_threads(config, target))] if command in THREADED_COMMANDS else []),
         *(extra or []),
     ]
-    env = {
-        "CDC_SCHEMA": config.schema,
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": os.environ.get("DBT_SEND_ANONYMOUS_USAGE_STATS", "false"),
-    }
-    if server is not None:
-        env.update(CDC_THRIFT_HOST=server[0], CDC_THRIFT_PORT=str(server[1]))
     errors: list[str] = []  # dbt's error-level log lines: an operation's error is only logged
 
     def keep_errors(event: Any) -> None:

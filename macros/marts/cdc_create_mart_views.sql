@@ -5,6 +5,9 @@
     own columns typed (a binary column also as `<column>__text`, its bytes as UTF-8
     text where they are valid UTF-8, else NULL), and the `_cdc_*` metadata columns.
 
+    Each view's comment names its table and where its rows come from (what
+    `describe table extended` and a JDBC client's table remarks show).
+
     A table whose view text would pass `max_view_text` characters (the embedded Derby
     metastore keeps at most 32,700; a few hundred columns reach it) gets a parquet
     table of the same name instead, rebuilt by every run.
@@ -57,18 +60,21 @@
             where table_id = {{ cdc_string_literal(table_id) }} and not is_deleted
         {% endset %}
         {% set name = marts ~ '.' ~ cdc_quote_identifier(view['name']) %}
+        {% set comment = 'comment ' ~ cdc_string_literal(
+            'The live rows of ' ~ table_id ~ ', one per key, each column typed as ' ~ target.schema
+            ~ '.mart_columns lists it (from ' ~ target.schema ~ '.state).') %}
         {% set existing = adapter.get_relation(database=none, schema=settings['marts_schema'], identifier=view['name']) %}
         {% if body | length <= max_view_text %}
             {% if existing is not none and existing.type != 'view' %}
                 {% do run_query('drop table if exists ' ~ name) %}
             {% endif %}
-            {% do run_query('create or replace view ' ~ name ~ ' as ' ~ body) %}
+            {% do run_query('create or replace view ' ~ name ~ ' ' ~ comment ~ ' as ' ~ body) %}
         {% else %}
             {# too wide for the metastore's view text: a table, rebuilt by every run #}
             {% if existing is not none %}
                 {% do run_query(('drop view if exists ' if existing.type == 'view' else 'drop table if exists ') ~ name) %}
             {% endif %}
-            {% do run_query('create table ' ~ name ~ ' using parquet as ' ~ body) %}
+            {% do run_query('create table ' ~ name ~ ' using parquet ' ~ comment ~ ' as ' ~ body) %}
         {% endif %}
     {% endfor %}
     {% do return('') %}

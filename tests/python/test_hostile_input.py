@@ -379,6 +379,13 @@ def test_ten_thousand_columns_decoded(spark, make_config, tmp_path):
     assert len([c for c in mart.columns if not c.startswith("_cdc_")]) == WIDE + 1
     got = mart.select("id", "c00000", "c05000", "c09999").collect()
     assert [tuple(r) for r in got] == [("1", "0", "5000", "9999")]
+    # the table that stands in for the view carries the view's comment
+    details = spark.sql(f"describe table extended `{names['marts_schema']}`.wide").collect()
+    schema = names["schema"]
+    assert [r.data_type for r in details if r.col_name == "Comment"] == [
+        f"The live rows of wide, one per key, each column typed as {schema}.mart_columns lists it "
+        f"(from {schema}.state)."
+    ]
 
 
 def test_table_name_longer_than_a_file_name(spark, make_config, tmp_path):

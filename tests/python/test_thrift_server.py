@@ -594,13 +594,21 @@ def test_cdc_docs_catalogs_the_warehouses_tables_embedded_and_through_the_server
     )
     served = _docs_columns(served_site)
     assert set(served) == models
+    manifest = json.loads((served_site / "manifest.json").read_text(encoding="utf-8"))
     for uid in sorted(models):
-        described = []
-        for row in pyhive_rows_any(port, f"describe cdc.{uid.removeprefix('model.cdc.')}"):
-            if not row["col_name"] or row["col_name"].startswith("#"):
-                break  # the partition columns' section repeats them
-            described.append(row["col_name"])
+        rows = pyhive_rows_any(port, f"describe table extended cdc.{uid.removeprefix('model.cdc.')}")
+        names = [row["col_name"] for row in rows]
+        # the columns' section ends at the first blank or `#` row (the partition columns'
+        # section repeats them)
+        described = names[: next(i for i, name in enumerate(names) if not name or name.startswith("#"))]
         assert [name for name, _ in served[uid]] == described, uid
+        # the model's description is its table's (or view's) comment (`persist_docs`)
+        comments = [row["data_type"] for row in rows if row["col_name"] == "Comment"]
+        assert comments == [manifest["nodes"][uid]["description"]], uid
+    mart = pyhive_rows_any(port, "describe table extended marts.customers")
+    assert [row["data_type"] for row in mart if row["col_name"] == "Comment"] == [
+        "The live rows of customers, one per key, each column typed as cdc.mart_columns lists it (from cdc.state)."
+    ]
     assert dict(served["model.cdc.changelog"])["kafka_offset"] == "long"
     assert run_lock(port) is None
     # the site describes every model and each column its table holds, and no other
