@@ -7,7 +7,9 @@ archive").
 ``scripts/setup.sh`` makes it (``python -m udfs.class_archive``): one ``cdc run`` of the
 shipped example in a JVM started with ``-XX:ArchiveClassesAtExit``, the archive it
 writes as it exits checked with ``-Xshare:on`` against the driver's class path and moved
-into place; again only when the check fails (another JDK, other jars). Every session
+into place; again only when the check fails (another JDK, other jars, another
+``SPARK_HOME`` or ``SPARK_CONF_DIR``: the check uses the class path a command would start
+with now, :func:`launched_class_path`). Every session
 :func:`udfs.session.build_session` starts then names it (:func:`class_archive_java_options`),
 before the run's and the user's options: a user's ``-Xshare:off`` still wins.
 
@@ -103,20 +105,57 @@ def class_archive_java_options() -> str:
     return shlex.join([f"-XX:SharedArchiveFile={path}", *QUIET_ARCHIVE_OPTIONS])
 
 
+def launched_class_path() -> str | None:
+    """The class path a command's driver JVM starts with now, or ``None`` when Spark's
+    launcher fails: what ``bin/spark-class`` runs before the JVM (Spark's environment
+    script, then the launcher), with the arguments pyspark passes (``PYSPARK_SUBMIT_ARGS``,
+    else ``pyspark-shell``). So ``SPARK_HOME``, ``SPARK_CONF_DIR``, its ``spark-env.sh``
+    and ``spark-defaults.conf`` count as they do for a command.
+
+    No project's ``cdc.yml`` counts: a ``spark.driver.extraClassPath`` there comes before
+    Spark's own entries, so that project's commands start without the archive.
+    """
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = launched_java_home()
+    if home is None:
+        return None
+    env = {**os.environ, "SPARK_HOME": os.environ.get("SPARK_HOME") or _find_spark_home()}
+    launcher = (
+        'source "$SPARK_HOME/bin/load-spark-env.sh" && '
+        'exec "$0" -Xmx128m $SPARK_LAUNCHER_OPTS -cp "$SPARK_HOME/jars/*" org.apache.spark.launcher.Main "$@"'
+    )
+    try:
+        submit_args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS") or "pyspark-shell")
+    except ValueError:  # arguments shlex cannot split: pyspark fails on them itself
+        return None
+    command = ["bash", "-c", launcher, str(home / "bin" / "java"), "org.apache.spark.deploy.SparkSubmit", *submit_args]
+    launched = subprocess.run(command, capture_output=True, env=env, timeout=120)
+    # the command it prints: its arguments, each ended by a NUL
+    arguments = launched.stdout.decode(errors="surrogateescape").split("\0")
+    if launched.returncode != 0 or "-cp" not in arguments[:-1]:
+        return None
+    return arguments[arguments.index("-cp") + 1]
+
+
 def archive_usable(archive: Path) -> bool:
     """Whether the archive was made with the JDK a command starts now, and that JDK maps
-    it for the driver's class path."""
+    it for the class path a command starts with now (``launched_class_path``: not the one
+    it was made with, which another ``SPARK_HOME`` or ``SPARK_CONF_DIR`` changes)."""
     facts = _facts(archive)
-    return made_for_launched_jdk(facts) and _jvm_maps(archive, facts)
-
-
-def _jvm_maps(archive: Path, facts: dict[str, str]) -> bool:
-    """Whether ``facts``' JVM maps ``archive`` for their class path (``-Xshare:on`` fails
-    the JVM's start when it cannot)."""
-    java = Path(facts.get("java_home", "")) / "bin" / "java"
-    if not archive.is_file() or not java.is_file() or "class_path" not in facts:
+    if not made_for_launched_jdk(facts):
         return False
-    check = [str(java), "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", facts["class_path"], "-version"]
+    class_path = launched_class_path()
+    return class_path is not None and _jvm_maps(archive, facts.get("java_home", ""), class_path)
+
+
+def _jvm_maps(archive: Path, java_home: str, class_path: str) -> bool:
+    """Whether the JVM of ``java_home`` maps ``archive`` for ``class_path``
+    (``-Xshare:on`` fails the JVM's start when it cannot)."""
+    java = Path(java_home) / "bin" / "java"
+    if not archive.is_file() or not java.is_file():
+        return False
+    check = [str(java), "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", class_path, "-version"]
     return subprocess.run(check, capture_output=True, timeout=120).returncode == 0
 
 
@@ -158,7 +197,7 @@ def make_class_archive(archive: Path) -> None:
         gateway.shutdown()
         process.stdin.close()
         process.wait(timeout=300)
-    if not _jvm_maps(partial, facts):
+    if not _jvm_maps(partial, facts["java_home"], facts["class_path"]):
         partial.unlink(missing_ok=True)
         raise RuntimeError(f"the example's JVM wrote no archive it can map ({partial})")
     facts_path(archive).write_text(json.dumps(facts), encoding="utf-8")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 from own_session import run_script_and_output
 
+import udfs.class_archive
 from udfs.class_archive import (
     ARCHIVE_ENV,
     archive_path,
@@ -22,6 +24,7 @@ from udfs.class_archive import (
     class_archive_java_options,
     facts_path,
     jdk_identity,
+    launched_class_path,
     launched_java_home,
     main,
 )
@@ -74,6 +77,41 @@ def test_a_session_maps_sparks_classes_from_the_archive(tmp_path):
     assert got["answer"] == 42
     # the classes of a session's start (Spark, Hive's client, Derby): most from the archive
     assert got["from_archive"] > 5000 and got["from_archive"] > got["classes"] / 2, got
+    assert "cds" not in printed.lower() and "shared archive" not in printed.lower(), printed[-2000:]
+
+
+@pytest.mark.parametrize("change", ["Spark's conf folder named", "another conf folder", "a driver class path"])
+def test_the_set_ups_check_uses_the_class_path_a_command_starts_with_now(tmp_path, monkeypatch, capsys, change):
+    """The set-up's check runs the JVM with the class path Spark's launcher gives now, not
+    the one the archive was made with: after ``SPARK_CONF_DIR`` names another folder (the
+    class path's first entry), or ``PYSPARK_SUBMIT_ARGS`` puts a jar before Spark's, it
+    finds the archive not usable and makes one again (as a session then maps none of
+    it); naming the folder Spark uses anyway changes nothing."""
+    archive = archive_path()
+    made_with = json.loads(facts_path(archive).read_text())["class_path"].split(":")
+    if change == "Spark's conf folder named":
+        monkeypatch.setenv("SPARK_CONF_DIR", made_with[0])
+    elif change == "another conf folder":
+        (tmp_path / "conf").mkdir()
+        monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    else:  # a jar that is there (the JVM leaves out an entry that is not)
+        with zipfile.ZipFile(tmp_path / "extra.jar", "w") as jar:
+            jar.writestr("extra.txt", "not a class")
+        monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--driver-class-path {tmp_path / 'extra.jar'} pyspark-shell")
+    usable = change == "Spark's conf folder named"
+    first = launched_class_path().split(":")[0]
+    assert (first == made_with[0]) == usable, first
+    assert archive_usable(archive) == usable
+    made = []
+    monkeypatch.setattr(udfs.class_archive, "make_class_archive", made.append)
+    monkeypatch.setenv(ARCHIVE_ENV, str(archive))  # undone after the test: main() empties it to make one
+    assert main() == 0
+    assert made == ([] if usable else [archive])
+    assert capsys.readouterr().out.endswith("is up to date\n" if usable else f"made {archive}\n")
+    monkeypatch.setenv(ARCHIVE_ENV, str(archive))
+    got, printed = _session_class_sources(tmp_path, None)
+    assert got["answer"] == 42
+    assert (got["from_archive"] > 5000) == usable, got
     assert "cds" not in printed.lower() and "shared archive" not in printed.lower(), printed[-2000:]
 
 

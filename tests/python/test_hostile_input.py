@@ -351,6 +351,14 @@ def test_names_with_quotes_backticks_spaces_and_keywords(hostile):
     only = spark.sql("select id, name from hostile_marts.x__or__a___a").collect()
     assert [tuple(r) for r in only] == [("2", "only row")]
 
+    # each view's comment names its table as it is, quotes and backticks included
+    for view, table_id in (("we_ird__t__select", WEIRD_TABLE), ("x__or__a___a", INJECT_TABLE)):
+        details = spark.sql(f"describe table extended hostile_marts.{view}").collect()
+        assert [r.data_type for r in details if r.col_name == "Comment"] == [
+            f"The live rows of {table_id}, one per key, each column typed as hostile_cdc.mart_columns lists it "
+            "(from hostile_cdc.state)."
+        ], view
+
 
 def test_files_named_with_blanks_quotes_and_glob_characters_are_each_read_once(hostile):
     """(The docs feed's folder is named so too: DOCS_FOLDER, its files' own tests.)"""

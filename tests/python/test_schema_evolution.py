@@ -138,10 +138,30 @@ def _unfit_row(id_: str, qty=None, price=None, raw=None, at=None, note=None) -> 
     return {"id": id_, "qty": qty, "price": price, "raw": raw, "at": at, "note": note}
 
 
+def _arcion_update_of_a_row_not_inserted(key: str, body: str, n: int) -> str:
+    """An Arcion realtime update of ``notes`` whose key is in its before image only (the
+    WHERE of its statement, exists 2) and that arrives before the insert of its row: the
+    state's row has no ``id``, the mart shows it from the key."""
+    return json.dumps(
+        {
+            "tableName": {"namespace": {"catalog": None, "schema": "evo"}, "name": "notes"},
+            "opType": "U",
+            "cursor": json.dumps({"timestamp": 1620788088431, "dscId": 1620787053905, "mutId": n}),
+            "before": {"id": key, "body": "null"},
+            "after": {"id": "null", "body": body},
+            "exists": {"id": "2", "body": "1"},
+            "operationcount": json.dumps({"insertCount": 0, "updateCount": n}),
+        }
+    )
+
+
 def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_counted(spark, make_config, tmp_path):
     config = make_config(
-        [{"name": "evo", "format": "debezium_json", "path": "landing/evo"}],
-        {"items": {"key": ["id"], "columns": UNFIT_TYPES}},
+        [
+            {"name": "evo", "format": "debezium_json", "path": "landing/evo"},
+            {"name": "notes", "format": "arcion_internal_json", "path": "landing/notes"},
+        ],
+        {"items": {"key": ["id"], "columns": UNFIT_TYPES}, "notes": {"key": ["id"], "columns": {"id": "int"}}},
     )
     cfg = yaml.safe_load(config.read_text())
     landing = tmp_path / "landing" / "evo"
@@ -157,10 +177,16 @@ def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_coun
         _event(60, _unfit_row("4", at="not a time"), UNFIT_FIELDS, "d"),
     ]
     (landing / "run1.jsonl").write_text("\n".join(events) + "\n")
+    # a key value no image gave (the mart's key column reads it from the key): listed too
+    notes = [
+        _arcion_update_of_a_row_not_inserted("B-7", "no int", 1),
+        _arcion_update_of_a_row_not_inserted("8", "fits", 2),
+    ]
+    (tmp_path / "landing" / "notes" / "run1.json").write_text("\n".join(notes) + "\n")
     first = run_pipeline(config, spark=spark)
-    assert (first.changes, first.quarantined, first.cast_failures) == (6, 0, 4), first
+    assert (first.changes, first.quarantined, first.cast_failures) == (8, 0, 5), first
     assert (
-        "WARNING: 4 value(s) do not fit their mart column's type and read as NULL in the mart "
+        "WARNING: 5 value(s) do not fit their mart column's type and read as NULL in the mart "
         "(see audit_mart_cast_failures)"
     ) in str(first)
 
@@ -173,7 +199,13 @@ def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_coun
         ("2", "price", "decimal(6,2)", "12345678.90", "items"),
         ("A-1", "id", "int", "A-1", "items"),
         ("A-1", "raw", "binary", "hello!", "items"),
+        ("B-7", "id", "int", "B-7", "notes"),
     }
+    shown = spark.sql(f"select _cdc_key, id, body from {cfg['marts_schema']}.notes").collect()
+    assert sorted((json.loads(r._cdc_key)["id"], r.id, r.body) for r in shown) == [
+        ("8", 8, "fits"),
+        ("B-7", None, "no int"),
+    ]
     mart = spark.sql(f"select _cdc_key, id, qty, price, raw, at from {cfg['marts_schema']}.items").collect()
     by_key = {json.loads(r._cdc_key)["id"]: r for r in mart}
     assert set(by_key) == {"1", "2", "A-1", "3"}
@@ -194,5 +226,6 @@ def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_coun
     assert listed() == {
         ("A-1", "id", "int", "A-1", "items"),
         ("A-1", "raw", "binary", "hello!", "items"),
+        ("B-7", "id", "int", "B-7", "notes"),
         ("5", "at", "timestamp", "2024-13-45T00:00:00Z", "items"),
     }
