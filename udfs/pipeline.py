@@ -286,7 +286,7 @@ def run_pipeline(
     publish_settings(spark, config)
     result = _run_dbt_releasing_lock(fetch, config, retry_quarantine=retry_quarantine, golden=golden)
     run_id = _invocation_id(result)
-    return summarize(fetch, config, run_id, result)
+    return summarize(fetch, config, run_id)
 
 
 def release_run_lock(
@@ -405,7 +405,7 @@ def run_pipeline_thrift(config: Config, host: str, port: int, retry_quarantine: 
 
     result = _run_dbt_releasing_lock(fetch, config, server=(host, port), retry_quarantine=retry_quarantine)
     run_id = _invocation_id(result)
-    return summarize(fetch, config, run_id, result)
+    return summarize(fetch, config, run_id)
 
 
 def _invocation_id(result: Any) -> str:
@@ -415,16 +415,9 @@ def _invocation_id(result: Any) -> str:
     return get_invocation_id()
 
 
-def _test_failures(result: Any, test_name: str) -> int:
-    """The rows a dbt test of the run returned (a warning's count), from dbt's own result:
-    reading them again would cost the test's query a second time."""
-    results = getattr(getattr(result, "result", None), "results", None) or []
-    return sum(r.failures or 0 for r in results if r.node.resource_type == "test" and r.node.name == test_name)
-
-
-def summarize(fetch: Any, config: Config, run_id: str, result: Any = None) -> RunSummary:
-    """The run's totals from the audit tables, and its warnings' counts from dbt's
-    ``result``; ``fetch(sql)`` returns rows as tuples."""
+def summarize(fetch: Any, config: Config, run_id: str) -> RunSummary:
+    """The run's totals and its warnings' counts from the audit tables; ``fetch(sql)``
+    returns rows as tuples."""
     s = config.schema
     f, r, c, q, k = fetch(
         f"select count(*), coalesce(sum(records_read), 0), coalesce(sum(changes_emitted), 0), "
@@ -442,6 +435,7 @@ def summarize(fetch: Any, config: Config, run_id: str, result: Any = None) -> Ru
         f"from `{s}`.quarantine_retries where run_id = '{run_id}'"
     )[0]
     unsettled = fetch(f"select count(*) from `{s}`.audit_unsettled_files where run_id = '{run_id}'")[0][0]
+    cast_failures = fetch(f"select count(*) from `{s}`.audit_run_cast_failures where run_id = '{run_id}'")[0][0]
     return RunSummary(
         int(f),
         int(r),
@@ -454,5 +448,5 @@ def summarize(fetch: Any, config: Config, run_id: str, result: Any = None) -> Ru
         int(retried),
         int(resolved),
         int(unsettled),
-        _test_failures(result, "assert_no_mart_cast_failures"),
+        int(cast_failures),
     )

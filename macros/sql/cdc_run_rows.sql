@@ -11,8 +11,8 @@
       including one that died before its audit rows; and this invocation's.
     * `state`, `history`: the rows of the keys this run refolded
       (`int_changes_to_refold`); every row after a compaction (it rewrote every key).
-    * `audit_mart_cast_failures`: the rows of the keys this run refolded, also after a
-      compaction (it copied the other keys' values unchanged: reported by their runs).
+    * `audit_run_cast_failures`: the rows of the latest run (the latest `merge_log`
+      row: this run's in a run, the last run's in a plain `dbt test`).
     * any other model: every row.
 
     Every row, for every model, with the setting `test_scope: all` (`cdc.yml`), or
@@ -24,8 +24,7 @@
     Returns: SQL of a boolean over the model's columns (`true`: every row).
 #}
 {% macro cdc_run_rows(relation) %}
-    {% set scope = var('cdc_test_scope', none) or cdc_settings().test_scope %}
-    {% if scope == 'all' or not execute %}
+    {% if cdc_test_scope() == 'all' or not execute %}
         {% do return('true') %}
     {% endif %}
     {% if relation.identifier == 'changelog' %}
@@ -41,16 +40,19 @@
             "(loaded_at >= (select coalesce(max(processed_at), timestamp '1970-01-01') from "
             ~ audit ~ ') or run_id = ' ~ cdc_string_literal(invocation_id) ~ ')'
         ) %}
-    {% elif relation.identifier in ('state', 'history', 'audit_mart_cast_failures') %}
+    {% elif relation.identifier == 'audit_run_cast_failures' %}
+        {% set merge_log = cdc_existing_relation('merge_log') %}
+        {% if merge_log is none %}
+            {% do return('true') %}
+        {% endif %}
+        {% do return('run_id = (select max_by(run_id, merged_through) from ' ~ merge_log ~ ')') %}
+    {% elif relation.identifier in ('state', 'history') %}
         {% set merge_log = cdc_existing_relation('merge_log') %}
         {% set refold = cdc_existing_relation('int_changes_to_refold') %}
         {% if merge_log is none or refold is none %}
             {% do return('true') %}
         {% endif %}
         {% set refolded = '(table_id, key_text) in (select table_id, key_text from ' ~ refold ~ ')' %}
-        {% if relation.identifier == 'audit_mart_cast_failures' %}
-            {% do return(refolded) %}
-        {% endif %}
         {% set compacted_sql %}
             select count(*) from {{ merge_log }}
             where run_id = {{ cdc_string_literal(invocation_id) }} and compacted

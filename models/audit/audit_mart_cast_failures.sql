@@ -3,10 +3,10 @@
 -- number past its type's range or scale, text that is no number, date or timestamp,
 -- binary that is not base64. The mart shows NULL there (cdc_typed_value's try_cast, so
 -- that one value does not fail every query of the view); the state keeps the text.
--- A view over the whole state, free until read: the dbt test
--- assert_no_mart_cast_failures and `cdc run`'s warning read the keys of the run only
--- (cdc_run_rows). The mart types are named in the view's text (a cast needs a literal
--- type), read from mart_columns as this model is built, after it.
+-- A view over the whole state, free until read: each run keeps the rows of the keys it
+-- refolded in audit_run_cast_failures, which its warning reads. The mart types are
+-- named in the view's text (a cast needs a literal type), read from mart_columns as
+-- this model is built, after it.
 {% set columns_relation = load_relation(ref('mart_columns')) if execute else none %}
 {% set typed = [] %}
 {% if columns_relation is not none %}

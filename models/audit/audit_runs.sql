@@ -1,8 +1,8 @@
 {{ config(materialized='view') }}
 -- One row per run: the files it processed and what became of their records, the
--- tables its merge touched, and the landing files it found changed. A view over the
--- audit tables, so it always agrees with them (also after a run that was killed and
--- run again).
+-- tables its merge touched, the landing files it found changed, and the values it
+-- wrote that their mart type cannot hold. A view over the audit tables, so it always
+-- agrees with them (also after a run that was killed and run again).
 with
 
 files as (
@@ -18,6 +18,14 @@ changed as (
         run_id,
         count(*) as changed_files
     from {{ ref('audit_changed_files') }}
+    group by run_id
+),
+
+cast_failures as (
+    select
+        run_id,
+        count(*) as cast_failures
+    from {{ ref('audit_run_cast_failures') }}
     group by run_id
 ),
 
@@ -46,11 +54,13 @@ final as (
         coalesce(per_run.quarantined, 0) as quarantined,
         coalesce(per_run.skipped, 0) as skipped,
         coalesce(changed.changed_files, 0) as changed_files,
+        coalesce(cast_failures.cast_failures, 0) as cast_failures,
         merges.tables_touched,
         merges.run_id is not null as merged
     from per_run
     full outer join merges on per_run.run_id = merges.run_id
     left join changed on coalesce(merges.run_id, per_run.run_id) = changed.run_id
+    left join cast_failures on coalesce(merges.run_id, per_run.run_id) = cast_failures.run_id
 )
 
 select * from final

@@ -124,16 +124,17 @@ LONGEST_FILES_MINUTES: dict[str, float] = {
     "test_run_test_scope.py": 2.3,
     "test_decode_spread.py": 2.3,
     "test_loaded_at_watermarks.py": 1.9,
+    "test_schema_evolution.py": 1.9,
     "test_session_settings.py": 1.6,
     "test_cli_errors.py": 1.6,
     "test_interrupted_session.py": 1.6,
     "test_compressed_landing_files.py": 1.6,
     "test_ddl_log_failure.py": 1.5,
     "test_pipeline_cdl_lindorm.py": 1.4,
-    "test_schema_evolution.py": 1.3,
     "test_driver_java_options.py": 1.2,
     "test_parquet_timestamps.py": 1.2,
     "test_golden.py": 1.1,
+    "test_persist_docs.py": 1.1,
     "test_properties.py": 1.1,
 }
 

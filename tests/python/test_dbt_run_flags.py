@@ -67,8 +67,9 @@ def test_a_full_refresh_keeps_what_runs_read_and_merged_and_empty_is_refused(spa
     assert items_view_rows(spark, marts) == mart
     (notice,) = [e.info.msg for e in events if e.info.msg.startswith("cdc: --full-refresh keeps the rows of ")]
     assert notice.startswith(
-        "cdc: --full-refresh keeps the rows of audit_changed_files, audit_files, changelog, ddl_log, history_segments,"
-        " key_moves, merge_log, quarantine, quarantine_retries, state_segments (full_refresh: false"
+        "cdc: --full-refresh keeps the rows of audit_changed_files, audit_files, audit_run_cast_failures, changelog,"
+        " ddl_log, history_segments, key_moves, merge_log, quarantine, quarantine_retries, state_segments"
+        " (full_refresh: false"
     ), notice
 
     land(landing, "3.jsonl", [row_event(50, "u", {"id": 1, "a": "x3", "b": "new"})])

@@ -6,12 +6,14 @@ their mart column's type cannot hold: NULL in the mart, listed and counted."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import yaml
 
+from udfs.config import load_config
 from udfs.export import export_rows
-from udfs.pipeline import run_pipeline
+from udfs.pipeline import run_dbt, run_pipeline
 
 
 def _decimal(value: str, scale: int) -> str:
@@ -190,17 +192,28 @@ def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_coun
         "(see audit_mart_cast_failures)"
     ) in str(first)
 
-    def listed() -> set[tuple]:
-        rows = spark.sql(f"select * from {cfg['schema']}.audit_mart_cast_failures").collect()
+    def listed(where: str = "true", table: str = "audit_mart_cast_failures") -> set[tuple]:
+        rows = spark.sql(f"select * from {cfg['schema']}.{table} where {where}").collect()
         return {(json.loads(r.key_text)["id"], r.column_name, r.spark_type, r.value_text, r.mart_view) for r in rows}
 
-    assert listed() == {
+    def found_by(run_id: str) -> set[tuple]:
+        return listed(f"run_id = '{run_id}'", "audit_run_cast_failures")
+
+    def counted() -> dict[str, int]:
+        rows = spark.sql(f"select run_id, cast_failures from {cfg['schema']}.audit_runs").collect()
+        return {r.run_id: r.cast_failures for r in rows}
+
+    first_found = {
         ("2", "qty", "int", "1099511627776", "items"),
         ("2", "price", "decimal(6,2)", "12345678.90", "items"),
         ("A-1", "id", "int", "A-1", "items"),
         ("A-1", "raw", "binary", "hello!", "items"),
         ("B-7", "id", "int", "B-7", "notes"),
     }
+    assert listed() == first_found
+    # each run's finds are kept, and counted in audit_runs
+    assert found_by(first.run_id) == first_found
+    assert counted() == {first.run_id: 5}
     shown = spark.sql(f"select _cdc_key, id, body from {cfg['marts_schema']}.notes").collect()
     assert sorted((json.loads(r._cdc_key)["id"], r.id, r.body) for r in shown) == [
         ("8", 8, "fits"),
@@ -223,9 +236,24 @@ def test_values_their_mart_type_cannot_hold_read_as_null_and_are_listed_and_coun
     second = run_pipeline(config, spark=spark)
     assert (second.changes, second.cast_failures) == (2, 1), second
     assert "WARNING: 1 value(s) do not fit" in str(second)
-    assert listed() == {
+    standing = {
         ("A-1", "id", "int", "A-1", "items"),
         ("A-1", "raw", "binary", "hello!", "items"),
         ("B-7", "id", "int", "B-7", "notes"),
         ("5", "at", "timestamp", "2024-13-45T00:00:00Z", "items"),
     }
+    assert listed() == standing
+    # the first run's finds stay as it found them (key 2 fits now)
+    assert found_by(first.run_id) == first_found
+    assert found_by(second.run_id) == {("5", "at", "timestamp", "2024-13-45T00:00:00Z", "items")}
+    assert counted() == {first.run_id: 5, second.run_id: 1}
+
+    # a plain `dbt test` warns of the last run's values; with the test scope `all`, of
+    # every value the state holds now
+    def warned(test_scope: str) -> int:
+        every = dataclasses.replace(load_config(config), test_scope=test_scope)
+        result = run_dbt(every, "test", extra=["--select", "assert_no_mart_cast_failures"])
+        (test,) = [r for r in result.result.results if r.node.resource_type == "test"]
+        return test.failures
+
+    assert (warned("run"), warned("all")) == (1, len(standing))
